@@ -1,0 +1,2 @@
+// Placeholder entry point; replaced by the real `kiln` command line.
+int main() { return 0; }
