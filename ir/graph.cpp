@@ -106,6 +106,24 @@ std::vector<std::vector<Node*>> Graph::users() const {
   return u;
 }
 
+void Graph::clear_groups() {
+  groups_.clear();
+  for (auto& n : nodes_) n->group = -1;
+}
+
+void Graph::reorder(const std::vector<Node*>& order) {
+  if (order.size() != nodes_.size()) throw Error("reorder: the new order must name every node once");
+  std::unordered_map<const Node*, size_t> index;
+  for (size_t i = 0; i < nodes_.size(); ++i) index[nodes_[i].get()] = i;
+  std::vector<std::unique_ptr<Node>> out;
+  for (Node* n : order) {
+    auto it = index.find(n);
+    if (it == index.end() || !nodes_[it->second]) throw Error("reorder: the new order must name every node once");
+    out.push_back(std::move(nodes_[it->second]));
+  }
+  nodes_ = std::move(out);
+}
+
 Graph Graph::clone() const {
   Graph g(name_);
   std::unordered_map<const Value*, Value*> map;
@@ -124,6 +142,7 @@ Graph Graph::clone() const {
     g.nodes_.push_back(std::move(c));
   }
   for (Value* out : outputs_) g.outputs_.push_back(map.at(out));
+  g.groups_ = groups_;
   g.next_id_ = next_id_;
   return g;
 }
@@ -157,6 +176,20 @@ void verify(const Graph& g) {
     if (n->result->producer != n) throw Error(fmt::format("{}{}: result does not point back at its node", where, op_name(n->op)));
     check_name(n->result);
     defined.insert(n->result);
+  }
+  // Each group's nodes are contiguous, and every group index is valid.
+  std::vector<bool> closed(g.groups().size(), false);
+  int current = -1;
+  for (const Node* n : g.nodes()) {
+    if (n->group >= static_cast<int>(g.groups().size()) || n->group < -1)
+      throw Error(fmt::format("graph '{}': a node names kernel group {}, which does not exist", g.name(), n->group));
+    if (n->group != current) {
+      if (current >= 0) closed[current] = true;
+      if (n->group >= 0 && closed[n->group])
+        throw Error(fmt::format("graph '{}': the nodes of kernel @{} are not contiguous", g.name(),
+                                g.groups()[n->group].name));
+      current = n->group;
+    }
   }
   if (g.outputs().empty()) throw Error(fmt::format("graph '{}' has no outputs", g.name()));
   for (size_t i = 0; i < g.outputs().size(); ++i)

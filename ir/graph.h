@@ -27,6 +27,14 @@ struct Node {
   Attrs attrs;             // complete: every attribute of the op's schema
   Value* result = nullptr;
   std::string loc;         // where the user wrote it ("file:line:col"), may be empty
+  int group = -1;          // index into Graph::groups(); -1: not in a fused kernel
+};
+
+// A fused kernel's group of nodes, made by the `fuse` pass. Its nodes are
+// contiguous in the graph's node order; it prints as a `kernel @name kind { ... }` block.
+struct Group {
+  std::string name;  // "k0", "k1", ...
+  std::string kind;  // "pointwise", "row_reduce", "col_reduce", "gemm", "attention"
 };
 
 class Graph {
@@ -57,6 +65,15 @@ public:
   std::vector<Node*> nodes() const;
   size_t num_nodes() const { return nodes_.size(); }
 
+  const std::vector<Group>& groups() const { return groups_; }
+  int add_group(Group grp) {
+    groups_.push_back(std::move(grp));
+    return static_cast<int>(groups_.size()) - 1;
+  }
+  void clear_groups();  // forgets every group (nodes go back to group -1)
+  // Reorders nodes by a permutation of nodes() (a new topological order).
+  void reorder(const std::vector<Node*>& order);
+
   // Rewriting helpers for passes.
   void replace_all_uses(Value* from, Value* to);  // operands and outputs
   // Removes nodes whose results reach no output; returns how many it removed.
@@ -78,6 +95,7 @@ private:
   std::vector<std::unique_ptr<Value>> values_;
   std::vector<std::unique_ptr<Node>> nodes_;
   std::vector<Value*> inputs_, outputs_;
+  std::vector<Group> groups_;
   int next_id_ = 0;
 };
 
