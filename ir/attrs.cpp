@@ -34,7 +34,10 @@ std::string attr_value_str(const AttrValue& v) {
     case AttrKind::IntList: {
       std::string s = "[";
       const auto& xs = std::get<std::vector<int64_t>>(v);
-      for (size_t i = 0; i < xs.size(); ++i) s += (i ? ", " : "") + std::to_string(xs[i]);
+      for (size_t i = 0; i < xs.size(); ++i) {
+        if (i) s += ", ";
+        s += std::to_string(xs[i]);
+      }
       return s + "]";
     }
   }

@@ -35,6 +35,9 @@ struct Node {
 struct Group {
   std::string name;  // "k0", "k1", ...
   std::string kind;  // "pointwise", "row_reduce", "col_reduce", "gemm", "attention"
+  // The kernel's tile config as named integers ({threads = 256, elems = 8, vec = 8});
+  // empty until the `tile` pass picks one (ir::TileConfig::from_attrs reads it back).
+  Attrs tile = {};
 };
 
 class Graph {
@@ -66,6 +69,7 @@ public:
   size_t num_nodes() const { return nodes_.size(); }
 
   const std::vector<Group>& groups() const { return groups_; }
+  Group& group(int index) { return groups_.at(static_cast<size_t>(index)); }
   int add_group(Group grp) {
     groups_.push_back(std::move(grp));
     return static_cast<int>(groups_.size()) - 1;

@@ -208,7 +208,8 @@ bool is_elementwise(OpKind k) {
 
 Attrs complete_attrs(OpKind k, const Attrs& given) {
   const OpInfo& info = op_info(k);
-  for (const auto& [name, value] : given.items()) {
+  for (const auto& item : given.items()) {
+    const std::string& name = item.first;  // not a structured binding: clang 14 cannot capture one
     auto spec = std::find_if(info.attrs.begin(), info.attrs.end(), [&](const AttrSpec& s) { return s.name == name; });
     if (spec == info.attrs.end()) {
       std::string known;

@@ -1,0 +1,214 @@
+// The op -> CUDA expression table and the conversions around it. The formulas are
+// the reference interpreter's (ir/interpreter_elementwise.cpp), evaluated in fp32:
+// i32 arithmetic saturates as the interpreter's rounding to i32 does, and max / min
+// propagate NaN.
+#include "codegen/scalar_emit.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "ir/error.h"
+
+namespace kiln::codegen {
+
+using ir::OpKind;
+
+namespace {
+
+// One row per op (per variant: gelu's `approximate`): the expression for float
+// registers and for i32 registers ({0}, {1}, {2} are the operands); null where the
+// op table rejects that type. An i1 operand (eq, ne, select's branches) uses the i32
+// column, which is written to suit bool too.
+struct Rule {
+  OpKind op;
+  const char* variant;
+  const char* on_float;
+  const char* on_int;
+};
+
+constexpr Rule kRules[] = {
+    {OpKind::Neg, nullptr, "(-{0})", "kiln_sat_i32(-(long long){0})"},
+    {OpKind::Abs, nullptr, "fabsf({0})", "kiln_abs_i32({0})"},
+    {OpKind::Exp, nullptr, "expf({0})", nullptr},
+    {OpKind::Exp2, nullptr, "exp2f({0})", nullptr},
+    {OpKind::Log, nullptr, "logf({0})", nullptr},
+    {OpKind::Sqrt, nullptr, "sqrtf({0})", nullptr},
+    {OpKind::Rsqrt, nullptr, "rsqrtf({0})", nullptr},
+    {OpKind::Tanh, nullptr, "tanhf({0})", nullptr},
+    {OpKind::Sigmoid, nullptr, "(1.0f / (1.0f + expf(-{0})))", nullptr},
+    {OpKind::Relu, nullptr, "({0} < 0.0f ? 0.0f : {0})", nullptr},  // keeps NaN
+    {OpKind::Gelu, "none", "(0.5f * {0} * (1.0f + erff({0} * 0.70710678118654752f)))", nullptr},
+    {OpKind::Gelu, "tanh", "(0.5f * {0} * (1.0f + tanhf(0.7978845608028654f * ({0} + 0.044715f * {0} * {0} * {0}))))",
+     nullptr},
+    {OpKind::Silu, nullptr, "({0} * (1.0f / (1.0f + expf(-{0}))))", nullptr},
+    {OpKind::Add, nullptr, "({0} + {1})", "kiln_sat_i32((long long){0} + {1})"},
+    {OpKind::Sub, nullptr, "({0} - {1})", "kiln_sat_i32((long long){0} - {1})"},
+    {OpKind::Mul, nullptr, "({0} * {1})", "kiln_sat_i32((long long){0} * {1})"},
+    {OpKind::Div, nullptr, "({0} / {1})", "kiln_div_i32({0}, {1})"},
+    {OpKind::Max, nullptr, "kiln_max({0}, {1})", "({0} > {1} ? {0} : {1})"},
+    {OpKind::Min, nullptr, "kiln_min({0}, {1})", "({0} < {1} ? {0} : {1})"},
+    {OpKind::Pow, nullptr, "powf({0}, {1})", nullptr},
+    {OpKind::Lt, nullptr, "({0} < {1})", "({0} < {1})"},
+    {OpKind::Le, nullptr, "({0} <= {1})", "({0} <= {1})"},
+    {OpKind::Gt, nullptr, "({0} > {1})", "({0} > {1})"},
+    {OpKind::Ge, nullptr, "({0} >= {1})", "({0} >= {1})"},
+    {OpKind::Eq, nullptr, "({0} == {1})", "({0} == {1})"},
+    {OpKind::Ne, nullptr, "({0} != {1})", "({0} != {1})"},
+    {OpKind::Select, nullptr, "({0} ? {1} : {2})", "({0} ? {1} : {2})"},
+};
+
+struct Helper {
+  const char* name;
+  const char* definition;
+};
+
+// Listed callees first; helper_definitions keeps this order.
+constexpr Helper kHelpers[] = {
+    {"kiln_sat_i32",
+     "static __device__ __forceinline__ int kiln_sat_i32(long long v) {\n"
+     "  return v > 2147483647LL ? 2147483647 : v < -2147483648LL ? (-2147483647 - 1) : (int)v;\n}\n"},
+    {"kiln_div_i32",  // i32 division truncates; dividing by zero gives 0, as Kiln defines it
+     "static __device__ __forceinline__ int kiln_div_i32(int a, int b) {\n"
+     "  return b == 0 ? 0 : kiln_sat_i32((long long)a / b);\n}\n"},
+    {"kiln_abs_i32",
+     "static __device__ __forceinline__ int kiln_abs_i32(int a) { return a < 0 ? kiln_sat_i32(-(long long)a) : a; }\n"},
+    {"kiln_max",  // NaN-propagating, as torch.maximum
+     "static __device__ __forceinline__ float kiln_max(float a, float b) { return (a != a || a > b) ? a : b; }\n"},
+    {"kiln_min",
+     "static __device__ __forceinline__ float kiln_min(float a, float b) { return (a != a || a < b) ? a : b; }\n"},
+    {"kiln_round_f16",
+     "static __device__ __forceinline__ float kiln_round_f16(float x) { return __half2float(__float2half_rn(x)); }\n"},
+    {"kiln_round_bf16",
+     "static __device__ __forceinline__ float kiln_round_bf16(float x) {\n"
+     "  return __bfloat162float(__float2bfloat16_rn(x));\n}\n"},
+};
+
+std::string substitute(const char* pattern, const std::vector<std::string>& operands) {
+  std::string out;
+  for (const char* p = pattern; *p; ++p) {
+    if (p[0] == '{' && p[1] >= '0' && p[1] <= '9' && p[2] == '}') {
+      out += operands.at(static_cast<size_t>(p[1] - '0'));
+      p += 2;
+    } else {
+      out += *p;
+    }
+  }
+  return out;
+}
+
+// An fp32 register holding an f16 / bf16 value, rounded to that dtype.
+std::string rounded(DType t, const std::string& x) {
+  if (t == DType::f16) return "kiln_round_f16(" + x + ")";
+  if (t == DType::bf16) return "kiln_round_bf16(" + x + ")";
+  return x;
+}
+
+// A cast reads its operand as the graph typed it: an f16 / bf16 value kept in fp32 is
+// rounded to its dtype first, then converted.
+std::string cast_expr(DType from, DType to, const std::string& x) {
+  if (from == to) return x;
+  const std::string source = rounded(from, x);
+  if (to == DType::i1) return from == DType::i32 || from == DType::i1 ? "(" + x + " != 0)" : "(" + source + " != 0.0f)";
+  if (to == DType::i32) {
+    if (from == DType::i1) return "(" + x + " ? 1 : 0)";
+    return "__float2int_rz(" + source + ")";  // truncates, saturates, NaN -> 0
+  }
+  std::string as_float = from == DType::i1 ? "(" + x + " ? 1.0f : 0.0f)" : from == DType::i32 ? "(float)" + x : source;
+  return rounded(to, as_float);
+}
+
+}  // namespace
+
+std::string_view register_type(DType t) {
+  switch (t) {
+    case DType::f32: case DType::f16: case DType::bf16: return "float";
+    case DType::i32: return "int";
+    case DType::i1: return "bool";
+  }
+  return "?";
+}
+
+std::string_view storage_type(DType t) {
+  switch (t) {
+    case DType::f32: return "float";
+    case DType::f16: return "__half";
+    case DType::bf16: return "__nv_bfloat16";
+    case DType::i32: return "int";
+    case DType::i1: return "unsigned char";
+  }
+  return "?";
+}
+
+std::string load_expr(DType t, const std::string& element) {
+  switch (t) {
+    case DType::f16: return "__half2float(" + element + ")";
+    case DType::bf16: return "__bfloat162float(" + element + ")";
+    case DType::i1: return "(" + element + " != 0)";
+    default: return element;
+  }
+}
+
+std::string store_expr(DType t, const std::string& value) {
+  switch (t) {
+    case DType::f16: return "__float2half_rn(" + value + ")";
+    case DType::bf16: return "__float2bfloat16_rn(" + value + ")";
+    case DType::i1: return "(unsigned char)(" + value + " ? 1 : 0)";
+    default: return value;
+  }
+}
+
+std::string const_expr(DType t, double value) {
+  if (t == DType::i1) return value != 0 ? "true" : "false";
+  if (t == DType::i32) {
+    auto v = static_cast<int64_t>(value);
+    return v == -2147483648LL ? "(-2147483647 - 1)" : std::to_string(v);
+  }
+  if (std::isnan(value)) return "__int_as_float(0x7fc00000)";
+  if (std::isinf(value)) return value > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
+  std::string s = fmt::format("{:.9g}", static_cast<float>(value));  // 9 digits: exact for any float
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s + "f";
+}
+
+std::string index_expr(DType t, const std::string& index) {
+  if (t == DType::i32) return "(int)" + index;
+  return rounded(t, "(float)" + index);
+}
+
+std::string op_expr(OpKind op, const ir::Attrs& attrs, DType result, const std::vector<DType>& operand_types,
+                    const std::vector<std::string>& operands) {
+  if (op == OpKind::Cast) return cast_expr(operand_types.at(0), result, operands.at(0));
+  const auto category = ir::op_info(op).category;
+  const std::string variant = op == OpKind::Gelu ? attrs.get_string("approximate") : "";
+  // Select's branches carry the type; everything else its first operand.
+  const DType t = operand_types.at(category == ir::OpCategory::Select ? 1 : 0);
+  std::vector<std::string> args = operands;
+  if (category == ir::OpCategory::Compare)
+    for (size_t i = 0; i < args.size(); ++i) args[i] = rounded(operand_types[i], args[i]);
+  for (const Rule& r : kRules) {
+    if (r.op != op || (r.variant && variant != r.variant)) continue;
+    const char* pattern = is_float(t) ? r.on_float : r.on_int;
+    if (!pattern) break;
+    return substitute(pattern, args);
+  }
+  throw Error(fmt::format("codegen: no CUDA expression for {} on {}{}", ir::op_name(op), dtype_name(t),
+                          variant.empty() ? "" : " (approximate = \"" + variant + "\")"));
+}
+
+std::string helper_definitions(const std::string& code) {
+  constexpr size_t n = std::size(kHelpers);
+  bool needed[n] = {};
+  std::string calls = code;  // grows with the bodies of the helpers found so far
+  for (size_t i = n; i-- > 0;) {
+    if (calls.find(std::string(kHelpers[i].name) + "(") == std::string::npos) continue;
+    needed[i] = true;
+    calls += kHelpers[i].definition;
+  }
+  std::string out;
+  for (size_t i = 0; i < n; ++i)
+    if (needed[i]) out += kHelpers[i].definition;
+  return out;
+}
+
+}  // namespace kiln::codegen

@@ -1,0 +1,27 @@
+// Comparing a computed tensor with the reference interpreter's: relative L2 error,
+// largest absolute error, unexpected NaN/Inf, and a verdict against a bound that
+// depends on the dtype (GPU.md: f32 1e-5, f16/bf16 1e-2; integers exact; i1 allows
+// a few flips where the compared values were within rounding of each other).
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "ir/tensor.h"
+
+namespace kiln {
+
+struct Comparison {
+  double rel_l2 = 0;         // ||got - want|| / ||want|| over finite reference values
+  double max_abs = 0;        // largest |got - want| where both are finite
+  int64_t bad_nonfinite = 0; // NaN/Inf in `got` where the reference is finite (or differs)
+  int64_t mismatches = 0;    // i32 / i1: elements that differ
+  double bound = 0;          // the rel_l2 bound (floats) or mismatch fraction (i1) used
+  bool passed = false;
+  std::string str() const;   // "rel_l2 3.1e-04 (bound 1e-02), max_abs 2.0e-03, nan/inf 0: ok"
+};
+
+double default_rel_l2_bound(DType t);
+// `bound` < 0 means the dtype's default.
+Comparison compare(const HostTensor& got, const HostTensor& want, double bound = -1);
+
+}  // namespace kiln

@@ -1,0 +1,101 @@
+// The kernel IR: one Kernel per fused group, what codegen reads. A kernel has a kind,
+// tensor arguments (each input with the affine map by which the kernel indexes it), a
+// scalar body (a small SSA list evaluated once per element of the iteration space) and
+// a tile config. It prints as text, e.g.
+//   kernel @k0 pointwise(%x: f16[64,256], %s: f16[256] strides[0,1], out %y: f16[64,256])
+//       config {threads = 256, elems = 8, vec = 8} {
+//     %0 = load %x : f16
+//     %1 = load %s : f16
+//     %2 = mul %0, %1 : f16
+//     store %y, %2
+//   }
+#pragma once
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ir/attrs.h"
+#include "ir/ops.h"
+#include "ir/shape.h"
+#include "ir/tile_config.h"
+
+namespace kiln::ir {
+
+// Kinds get a row here when their emitter exists.
+enum class KernelKind : uint8_t { Pointwise };
+std::string_view kernel_kind_name(KernelKind k);  // "pointwise", as in the graph's kernel blocks
+
+// A tensor the kernel reads or writes. The iteration space of a pointwise kernel is
+// the shape of its outputs; element `i` of it (a multi-index) reads an input at offset
+// sum_d i[d] * strides[d]. Broadcast (stride 0), transpose and reshape all fold into
+// these strides. Outputs are written contiguously (row-major strides of the space).
+struct KernelArg {
+  std::string name;  // the graph value's printed name (unique within the kernel)
+  TensorType type;
+  bool is_output = false;
+  std::vector<int64_t> strides;  // one per iteration dim; 0 on size-1 dims
+  int value_id = -1;             // the graph value bound to this argument
+};
+
+enum class ScalarKind : uint8_t {
+  Load,   // the input `arg` at the current element
+  Const,  // `value` (already rounded to `dtype`)
+  Index,  // sum_d i[d] * coeffs[d] as `dtype` (iota)
+  Op,     // element-wise `op` (cast included) on earlier ids, result `dtype`
+  Store,  // output `arg` = operands[0]
+};
+
+struct ScalarOp {
+  ScalarKind kind = ScalarKind::Op;
+  DType dtype = DType::f32;     // the result's dtype (Store: the stored value's)
+  int arg = -1;                 // Load, Store: index into Kernel::args
+  double value = 0;             // Const
+  std::vector<int64_t> coeffs;  // Index: one per iteration dim
+  OpKind op = OpKind::Add;      // Op
+  std::vector<int> operands;    // Op, Store: ids (indices into Kernel::body) of earlier ops
+  Attrs attrs;                  // Op: the graph node's attributes (gelu's `approximate`)
+};
+
+struct Kernel {
+  std::string name;  // the group's name: "k0"; also the CUDA entry point's name
+  KernelKind kind = KernelKind::Pointwise;
+  std::vector<KernelArg> args;  // the CUDA signature's order: inputs, then outputs
+  std::vector<ScalarOp> body;   // SSA: an op's id is its index
+  TileConfig config;
+  std::vector<std::string> fused_nodes;  // the graph lines it computes, "%1 = add %x, %0 : f32[8]"
+
+  // Appends an op and returns its id.
+  int add(ScalarOp op) {
+    body.push_back(std::move(op));
+    return static_cast<int>(body.size()) - 1;
+  }
+  // The iteration space: the shape every output shares.
+  const Shape& space() const;
+  int64_t numel() const { return kiln::numel(space()); }
+};
+
+// The iteration space with size-1 dims dropped and neighbouring dims merged wherever
+// every argument and index walks them as one (as a row-major tensor does): a
+// same-shape element-wise kernel has one dim; a row broadcast keeps two. Empty dims
+// (a one-element space) become {1}. Codegen indexes through this form.
+struct CollapsedSpace {
+  Shape dims;
+  std::vector<std::vector<int64_t>> arg_strides;    // per Kernel::args entry
+  std::vector<std::vector<int64_t>> index_coeffs;   // per Index op, in body order
+};
+CollapsedSpace collapse(const Kernel& k);
+
+// Row-major strides of `space` with 0 on size-1 dims: an argument read with these
+// strides is contiguous over the iteration space.
+std::vector<int64_t> contiguous_strides(const Shape& space);
+bool is_contiguous(const KernelArg& a, const Shape& space);
+
+// Checks the kernel's invariants (ids refer to earlier ops, loads read inputs, every
+// output is stored once, strides have the space's rank, outputs share one shape).
+// Throws kiln::Error naming the kernel and the op.
+void verify(const Kernel& k);
+
+std::string print(const Kernel& k);
+
+}  // namespace kiln::ir

@@ -1,0 +1,164 @@
+// decompose: expands the composite ops (softmax, log_softmax, layer_norm,
+// rms_norm, attention) into primitive ops of the op table, so that later passes
+// see only primitives; fusion finds the patterns again. Everything stays in the
+// composite's dtype: no casts are added (a fused kernel computes in fp32 inside).
+#include <limits>
+
+#include "ir/ops.h"
+#include "passes/pass.h"
+
+namespace kiln::passes {
+
+namespace {
+
+using ir::Attrs;
+using ir::OpKind;
+using ir::Value;
+
+// Appends primitive nodes for one composite; they take its source location.
+class Builder {
+public:
+  Builder(ir::Graph& g, const ir::Node& composite) : g_(g), loc_(composite.loc) {}
+
+  Value* op(OpKind k, std::vector<Value*> operands, const Attrs& attrs = {}) {
+    return g_.add(k, std::move(operands), attrs, std::nullopt, loc_);
+  }
+  Value* typed(OpKind k, std::vector<Value*> operands, const Attrs& attrs, TensorType type) {
+    return g_.add(k, std::move(operands), attrs, std::move(type), loc_);
+  }
+  Value* constant(double value, DType dt) {
+    Attrs a;
+    a.set("value", value);
+    return typed(OpKind::Const, {}, a, TensorType{dt, {}});
+  }
+  // A reduction over one axis that keeps it (size 1), so the result broadcasts back.
+  Value* reduce(OpKind k, Value* x, int axis) {
+    Attrs a;
+    a.set("axis", std::vector<int64_t>{axis});
+    a.set("keepdim", true);
+    return op(k, {x}, a);
+  }
+
+private:
+  ir::Graph& g_;
+  std::string loc_;
+};
+
+int axis_of(const ir::Node& n) { return ir::single_axis(n.attrs, n.operands[0]->type.rank()); }
+
+// x - max(x) and its exp, shared by softmax and log_softmax.
+struct ShiftedExp {
+  Value* shifted;
+  Value* exp;
+};
+
+ShiftedExp shifted_exp(Builder& b, Value* x, int axis) {
+  Value* shifted = b.op(OpKind::Sub, {x, b.reduce(OpKind::ReduceMax, x, axis)});
+  return {shifted, b.op(OpKind::Exp, {shifted})};
+}
+
+Value* softmax(Builder& b, Value* x, int axis) {
+  Value* e = shifted_exp(b, x, axis).exp;
+  return b.op(OpKind::Div, {e, b.reduce(OpKind::ReduceSum, e, axis)});
+}
+
+Value* log_softmax(Builder& b, Value* x, int axis) {
+  ShiftedExp s = shifted_exp(b, x, axis);
+  return b.op(OpKind::Sub, {s.shifted, b.op(OpKind::Log, {b.reduce(OpKind::ReduceSum, s.exp, axis)})});
+}
+
+// A per-axis weight [N] of a rank-r tensor normalised along `axis`: reshaped to
+// [N,1,...,1] when the axis is not the last, so numpy broadcasting lines it up.
+Value* along_axis(Builder& b, Value* w, int axis, int rank) {
+  if (axis == rank - 1) return w;
+  Shape shape(rank - axis, 1);
+  shape[0] = w->type.shape[0];
+  return b.typed(OpKind::Reshape, {w}, {}, TensorType{w->type.dtype, shape});
+}
+
+// rsqrt(mean(t, axis) + eps)
+Value* inverse_rms(Builder& b, Value* t, int axis, double eps) {
+  Value* squares = b.op(OpKind::Mul, {t, t});
+  Value* mean = b.reduce(OpKind::ReduceMean, squares, axis);
+  return b.op(OpKind::Rsqrt, {b.op(OpKind::Add, {mean, b.constant(eps, t->type.dtype)})});
+}
+
+Value* layer_norm(Builder& b, const ir::Node& n) {
+  Value *x = n.operands[0], *w = n.operands[1], *bias = n.operands[2];
+  int axis = axis_of(n), rank = x->type.rank();
+  Value* centered = b.op(OpKind::Sub, {x, b.reduce(OpKind::ReduceMean, x, axis)});
+  Value* normed = b.op(OpKind::Mul, {centered, inverse_rms(b, centered, axis, n.attrs.get_float("eps"))});
+  Value* scaled = b.op(OpKind::Mul, {normed, along_axis(b, w, axis, rank)});
+  return b.op(OpKind::Add, {scaled, along_axis(b, bias, axis, rank)});
+}
+
+Value* rms_norm(Builder& b, const ir::Node& n) {
+  Value *x = n.operands[0], *w = n.operands[1];
+  int axis = axis_of(n), rank = x->type.rank();
+  Value* normed = b.op(OpKind::Mul, {x, inverse_rms(b, x, axis, n.attrs.get_float("eps"))});
+  return b.op(OpKind::Mul, {normed, along_axis(b, w, axis, rank)});
+}
+
+// softmax(q k^T * scale [masked above the diagonal]) v
+Value* attention(Builder& b, const ir::Node& n) {
+  Value *q = n.operands[0], *k = n.operands[1], *v = n.operands[2];
+  DType dt = q->type.dtype;
+  Attrs qk;
+  qk.set("transpose_b", true);
+  Value* scores = b.op(OpKind::Mul, {b.op(OpKind::Matmul, {q, k}, qk), b.constant(n.attrs.get_float("scale"), dt)});
+  int rank = scores->type.rank();
+  if (n.attrs.get_bool("causal")) {
+    // Query i sees keys j <= i: mask where column > row, counted from the top left.
+    TensorType grid{DType::i32, {scores->type.shape[rank - 2], scores->type.shape[rank - 1]}};
+    Attrs rows, cols;
+    rows.set("axis", int64_t{0});
+    cols.set("axis", int64_t{1});
+    Value* above = b.op(OpKind::Gt, {b.typed(OpKind::Iota, {}, cols, grid), b.typed(OpKind::Iota, {}, rows, grid)});
+    Value* minus_inf = b.constant(-std::numeric_limits<double>::infinity(), dt);
+    scores = b.op(OpKind::Select, {above, minus_inf, scores});
+  }
+  return b.op(OpKind::Matmul, {softmax(b, scores, rank - 1), v});
+}
+
+Value* expand(Builder& b, const ir::Node& n) {
+  switch (n.op) {
+    case OpKind::Softmax: return softmax(b, n.operands[0], axis_of(n));
+    case OpKind::LogSoftmax: return log_softmax(b, n.operands[0], axis_of(n));
+    case OpKind::LayerNorm: return layer_norm(b, n);
+    case OpKind::RmsNorm: return rms_norm(b, n);
+    case OpKind::Attention: return attention(b, n);
+    default: return nullptr;
+  }
+}
+
+class Decompose : public Pass {
+public:
+  std::string_view name() const override { return "decompose"; }
+
+  bool run(ir::Graph& g) override {
+    bool changed = false;
+    for (ir::Node* n : g.nodes()) {
+      if (ir::op_info(n->op).category != ir::OpCategory::Composite) continue;
+      size_t mark = g.num_nodes();
+      Builder b(g, *n);
+      Value* result = expand(b, *n);
+      if (!result) continue;  // a composite this pass does not know yet
+      std::vector<ir::Node*> all = g.nodes();
+      for (size_t i = mark; i < all.size(); ++i) all[i]->group = n->group;
+      g.move_tail_before(mark, n);
+      g.replace_all_uses(n->result, result);
+      // The final value takes the composite's name so the printed IR still reads as written.
+      result->name = std::move(n->result->name);
+      n->result->name.clear();
+      changed = true;
+    }
+    if (changed) g.remove_dead_nodes();
+    return changed;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> make_Decompose() { return std::make_unique<Decompose>(); }
+
+}  // namespace kiln::passes

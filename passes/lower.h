@@ -1,0 +1,65 @@
+// Lowering: a fused (and tiled) graph becomes its kernels, in launch order, and a
+// buffer plan saying which graph values are inputs, outputs and intermediates.
+// Codegen reads the kernels; the runtime allocates and binds the buffers.
+#pragma once
+#include <functional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/kernel.h"
+
+namespace kiln::passes {
+
+enum class BufferRole { Input, Output, Intermediate };
+
+// A tensor in device memory, one per graph value that crosses a kernel boundary.
+struct Buffer {
+  int value_id = -1;  // ir::Value::id, which KernelArg::value_id refers to
+  std::string name;   // the value's printed name
+  TensorType type;
+  BufferRole role = BufferRole::Intermediate;
+};
+
+struct Plan {
+  std::vector<ir::Kernel> kernels;  // in launch order
+  std::vector<Buffer> buffers;      // graph inputs first, then in order of first write
+  std::vector<int> inputs;          // per graph input: an index into buffers
+  // Per graph output: an index into buffers. A graph that returns one of its inputs
+  // names an Input buffer here; the caller copies it.
+  std::vector<int> outputs;
+
+  int buffer_of(int value_id) const;  // -1 when no buffer holds that value
+};
+
+// Lowers every kernel group; each group's config is its `tile` attribute (validated)
+// or, when the tile pass has not run, the heuristic's. Throws kiln::Error when a live
+// node is outside every group ("sum: no kernel kind handles reductions yet") or a
+// group cannot be one kernel.
+Plan lower(const ir::Graph& g);
+
+// The kernel of one group, with its config as in lower(). `names` are the printed
+// names (ir::value_names(g)).
+ir::Kernel lower_group(const ir::Graph& g, int group, const std::unordered_map<int, std::string>& names);
+
+// The scalar body builder that lower_group uses and that fuse asks whether a set of
+// values can be computed by one pointwise kernel. It walks back from `roots` (one
+// shape: the iteration space) through every value for which `computed_inside` is
+// true, folding views into index maps; other values are loaded.
+struct PointwiseBuild {
+  ir::Kernel kernel;                    // args, body; no config, no fused_nodes
+  std::set<const ir::Node*> nodes;      // the nodes computed inside
+  std::vector<const ir::Value*> loads;  // the values read from memory, first use first
+  // Set when a reshape cannot become index arithmetic (it regroups elements that an
+  // inner view or broadcast has already reordered): the value under the reshape,
+  // which another kernel must write to memory first, and the reshape itself.
+  const ir::Value* must_load = nullptr;
+  const ir::Node* failed_reshape = nullptr;
+};
+PointwiseBuild build_pointwise(const std::string& name, const std::vector<const ir::Value*>& roots,
+                               const std::function<bool(const ir::Value*)>& computed_inside,
+                               const std::unordered_map<int, std::string>& names);
+
+}  // namespace kiln::passes

@@ -1,0 +1,139 @@
+#include "runtime/executable.h"
+
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "ir/error.h"
+#include "runtime/device.h"
+#include "runtime/knobs.h"
+#include "runtime/timer.h"
+
+namespace kiln::runtime {
+
+Executable::Executable(const passes::Plan& plan, const std::vector<CompiledKernel>& kernels) : plan_(plan) {
+  Device::get();  // throws "no GPU: ..." before anything else
+  for (const CompiledKernel& ck : kernels) {
+    if (ck.binary.cubin.empty())
+      throw Error(fmt::format("kernel {} has no cubin (compiled for a virtual arch?)", ck.kernel.name));
+    LoadedKernel lk;
+    lk.name = ck.kernel.name;
+    lk.module = Module(ck.binary.cubin.data(), ck.binary.cubin.size(), ck.kernel.name);
+    lk.function = lk.module.function(ck.kernel.name);
+    lk.launch = ck.launch;
+    for (const ir::KernelArg& a : ck.kernel.args) {
+      int b = plan_.buffer_of(a.value_id);
+      if (b < 0) throw Error(fmt::format("kernel {}: argument %{} has no buffer in the plan", lk.name, a.name));
+      lk.arg_buffers.push_back(b);
+    }
+    kernels_.push_back(std::move(lk));
+  }
+  intermediates_.resize(plan_.buffers.size());
+  bound_.assign(plan_.buffers.size(), 0);
+  for (size_t i = 0; i < plan_.buffers.size(); ++i) {
+    if (plan_.buffers[i].role != passes::BufferRole::Intermediate) continue;
+    intermediates_[i] = DeviceBuffer(static_cast<size_t>(plan_.buffers[i].type.bytes()));
+    bound_[i] = intermediates_[i].ptr();
+  }
+}
+
+void Executable::check_buffer(const DeviceBuffer* b, int index, const char* what) const {
+  const passes::Buffer& buf = plan_.buffers[index];
+  if (!b) throw Error(fmt::format("{} %{} is not bound to a buffer", what, buf.name));
+  if (b->bytes() < static_cast<size_t>(buf.type.bytes()))
+    throw Error(fmt::format("{} %{} ({}) needs {} bytes; its buffer has {}", what, buf.name, buf.type.str(),
+                            buf.type.bytes(), b->bytes()));
+}
+
+void Executable::bind(const std::vector<const DeviceBuffer*>& inputs, const std::vector<DeviceBuffer*>& outputs) {
+  if (inputs.size() != plan_.inputs.size() || outputs.size() != plan_.outputs.size())
+    throw Error(fmt::format("the graph takes {} inputs and {} outputs; {} and {} buffers were given",
+                            plan_.inputs.size(), plan_.outputs.size(), inputs.size(), outputs.size()));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    check_buffer(inputs[i], plan_.inputs[i], "input");
+    bound_[plan_.inputs[i]] = inputs[i]->ptr();
+  }
+  output_copies_.clear();
+  std::vector<bool> written(plan_.buffers.size(), false);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    int b = plan_.outputs[i];
+    check_buffer(outputs[i], b, "output");
+    if (plan_.buffers[b].role == passes::BufferRole::Input || written[b]) {
+      output_copies_.emplace_back(outputs[i]->ptr(), b);
+      continue;
+    }
+    bound_[b] = outputs[i]->ptr();
+    written[b] = true;
+  }
+}
+
+void Executable::launch() {
+  const bool trace = knobs::debug_level() >= 1;
+  for (const LoadedKernel& k : kernels_) {
+    std::vector<CUdeviceptr> ptrs;
+    for (int b : k.arg_buffers) ptrs.push_back(bound_[b]);
+    std::vector<void*> args;
+    for (CUdeviceptr& p : ptrs) args.push_back(&p);
+    Dim3 grid{k.launch.grid[0], k.launch.grid[1], k.launch.grid[2]};
+    Dim3 block{k.launch.block[0], k.launch.block[1], k.launch.block[2]};
+    if (!trace) {
+      launch_kernel(k.function, grid, block, k.launch.shared_bytes, args, k.name);
+      continue;
+    }
+    Event start, stop;
+    start.record();
+    launch_kernel(k.function, grid, block, k.launch.shared_bytes, args, k.name);
+    stop.record();
+    stop.synchronize();
+    std::cerr << fmt::format("kiln: launched {} grid ({},{},{}) block ({},{},{}) in {:.3f} ms\n", k.name, grid.x,
+                             grid.y, grid.z, block.x, block.y, block.z, stop.elapsed_ms_since(start));
+  }
+  for (const auto& [dst, src] : output_copies_)
+    cu::memcpy_dtod_async(dst, bound_[src], static_cast<size_t>(plan_.buffers[src].type.bytes()));
+}
+
+void Executable::run(const std::vector<const DeviceBuffer*>& inputs, const std::vector<DeviceBuffer*>& outputs) {
+  bind(inputs, outputs);
+  launch();
+  Device::get().synchronize();
+}
+
+std::vector<HostTensor> Executable::run(const std::vector<HostTensor>& inputs) {
+  if (inputs.size() != plan_.inputs.size())
+    throw Error(fmt::format("the graph takes {} inputs; {} were given", plan_.inputs.size(), inputs.size()));
+  std::vector<DeviceBuffer> in_bufs, out_bufs;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const passes::Buffer& b = plan_.buffers[plan_.inputs[i]];
+    if (inputs[i].type != b.type)
+      throw Error(fmt::format("input {} '%{}' expects {}, got {}", i, b.name, b.type.str(), inputs[i].type.str()));
+    std::vector<std::byte> bytes = inputs[i].to_bytes();
+    in_bufs.emplace_back(bytes.size());
+    in_bufs.back().upload(bytes.data(), bytes.size());
+  }
+  for (int b : plan_.outputs) {
+    out_bufs.emplace_back(static_cast<size_t>(plan_.buffers[b].type.bytes()));
+    out_bufs.back().fill_bytes(0xFF);  // poison: an element no kernel writes reads as NaN
+  }
+  std::vector<const DeviceBuffer*> ins;
+  std::vector<DeviceBuffer*> outs;
+  for (auto& b : in_bufs) ins.push_back(&b);
+  for (auto& b : out_bufs) outs.push_back(&b);
+  run(ins, outs);
+  std::vector<HostTensor> results;
+  for (size_t i = 0; i < out_bufs.size(); ++i) {
+    const TensorType& t = plan_.buffers[plan_.outputs[i]].type;
+    std::vector<std::byte> bytes(static_cast<size_t>(t.bytes()));
+    out_bufs[i].download(bytes.data(), bytes.size());
+    results.push_back(HostTensor::from_bytes(t, bytes.data()));
+  }
+  return results;
+}
+
+int64_t Executable::min_bytes_moved() const {
+  int64_t total = 0;
+  for (int b : plan_.inputs) total += plan_.buffers[b].type.bytes();
+  for (int b : plan_.outputs) total += plan_.buffers[b].type.bytes();
+  return total;
+}
+
+}  // namespace kiln::runtime

@@ -1,0 +1,75 @@
+#include "runtime/program.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "ir/error.h"
+#include "runtime/compile_cache.h"
+#include "runtime/executable.h"
+#include "runtime/knobs.h"
+
+namespace kiln::runtime {
+
+namespace {
+
+void write_text(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary);
+  f << text;
+  if (!f) throw Error(fmt::format("cannot write {}", path.string()));
+}
+
+}  // namespace
+
+void dump_kernels(const std::vector<CompiledKernel>& kernels, const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw Error(fmt::format("cannot create the dump folder {}: {}", dir, ec.message()));
+  std::string listing;
+  for (const CompiledKernel& k : kernels) {
+    listing += ir::print(k.kernel) + "\n";
+    write_text(std::filesystem::path(dir) / (k.kernel.name + ".cu"), k.source);
+    write_text(std::filesystem::path(dir) / (k.kernel.name + ".ptx"), k.binary.ptx);
+  }
+  write_text(std::filesystem::path(dir) / "kernels.txt", listing);
+}
+
+Program::Program(Program&&) noexcept = default;
+Program& Program::operator=(Program&&) noexcept = default;
+Program::~Program() = default;
+
+Program Program::compile(const ir::Graph& graph, const ProgramOptions& options) {
+  Program p;
+  p.source_ = std::make_unique<ir::Graph>(graph.clone());
+  p.optimised_ = std::make_unique<ir::Graph>(graph.clone());
+  passes::PassManager pm(options.pipeline, options.passes);
+  pm.run(*p.optimised_);
+  p.plan_ = passes::lower(*p.optimised_);
+  p.arch_ = resolve_arch(CompileOptions{options.arch, {}});
+
+  const int debug = knobs::debug_level();
+  for (const ir::Kernel& k : p.plan_.kernels) {
+    CompiledKernel ck;
+    ck.kernel = k;
+    ck.source = codegen::emit_cuda(k);
+    ck.launch = codegen::launch_dims(k);
+    ck.binary = CompileCache::global().compile(ck.source, graph.name() + "_" + k.name, CompileOptions{p.arch_, {}});
+    if (debug >= 2) std::cerr << fmt::format("kiln: {} config {}\n", k.name, k.config.str());
+    if (debug >= 4) std::cerr << ck.source << "\n";
+    p.kernels_.push_back(std::move(ck));
+  }
+  // Dumps are written whether the binaries came from NVRTC or from the cache.
+  if (options.passes.dump_dir) dump_kernels(p.kernels_, *options.passes.dump_dir);
+  return p;
+}
+
+Executable& Program::executable() {
+  if (!executable_) executable_ = std::make_unique<Executable>(plan_, kernels_);
+  return *executable_;
+}
+
+std::vector<HostTensor> Program::run(const std::vector<HostTensor>& inputs) { return executable().run(inputs); }
+
+}  // namespace kiln::runtime

@@ -1,0 +1,61 @@
+// Launch helper, event timing and the copy-bandwidth roofline.
+#include "runtime/timer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "ir/error.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/device.h"
+#include "runtime/device_buffer.h"
+
+namespace kiln::runtime {
+
+namespace {
+
+constexpr unsigned kDefaultSharedLimit = 48 * 1024;  // what a kernel may use without opting in
+
+}  // namespace
+
+void launch_kernel(CUfunction function, Dim3 grid, Dim3 block, unsigned shared_bytes, const std::vector<void*>& args,
+                   std::string_view name, CUstream stream) {
+  if (shared_bytes > kDefaultSharedLimit)
+    cu::func_set_attribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(shared_bytes));
+  cu::check(driver().cuLaunchKernel(function, grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes, stream,
+                                    const_cast<void**>(args.data()), nullptr),
+            "cuLaunchKernel({}, grid ({}, {}, {}), block ({}, {}, {}), {} bytes of shared memory, {} arguments)", name,
+            grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes, args.size());
+}
+
+float time_kernel_ms(const std::function<void()>& launch, int warmup, int reps) {
+  if (warmup < 0 || reps < 1)
+    throw Error(fmt::format("time_kernel_ms needs warmup >= 0 and reps >= 1, got {} and {}", warmup, reps));
+  Device::get();
+  for (int i = 0; i < warmup; ++i) launch();
+  // One pair of events per run, all recorded before waiting, so that the host never
+  // stalls the GPU between runs.
+  std::vector<Event> starts(reps), stops(reps);
+  for (int i = 0; i < reps; ++i) {
+    starts[i].record();
+    launch();
+    stops[i].record();
+  }
+  stops.back().synchronize();
+  std::vector<float> times;
+  for (int i = 0; i < reps; ++i) times.push_back(stops[i].elapsed_ms_since(starts[i]));
+  std::sort(times.begin(), times.end());
+  size_t mid = times.size() / 2;
+  return times.size() % 2 ? times[mid] : (times[mid - 1] + times[mid]) / 2;
+}
+
+double measure_copy_bandwidth_gbs(size_t bytes) {
+  if (bytes == 0) throw Error("measure_copy_bandwidth_gbs needs a non-zero size");
+  DeviceBuffer source(bytes), destination(bytes);
+  source.fill_bytes(0x5a);
+  destination.fill_bytes(0);
+  float ms = time_kernel_ms([&] { cu::memcpy_dtod_async(destination.ptr(), source.ptr(), bytes); }, 3, 11);
+  return 2.0 * static_cast<double>(bytes) / (static_cast<double>(ms) * 1e-3) / 1e9;
+}
+
+}  // namespace kiln::runtime

@@ -1,0 +1,32 @@
+// Running and timing kernels on the GPU: a checked launch, CUDA-event timing
+// (warm-up, then the median of several runs), and the measured copy bandwidth
+// that serves as the memory roofline.
+#pragma once
+#include <cuda.h>
+
+#include <cstddef>
+#include <functional>
+#include <string_view>
+#include <vector>
+
+namespace kiln::runtime {
+
+struct Dim3 {
+  unsigned x = 1, y = 1, z = 1;
+};
+
+// Launches `function` on `stream`. `args` holds one pointer per kernel parameter,
+// pointing at the value (as cuLaunchKernel wants). Dynamic shared memory above the
+// default 48 KiB is opted into first. `name` appears in the error of a failed launch.
+void launch_kernel(CUfunction function, Dim3 grid, Dim3 block, unsigned shared_bytes, const std::vector<void*>& args,
+                   std::string_view name = "kernel", CUstream stream = nullptr);
+
+// Calls `launch` `warmup` times, then `reps` times between CUDA events on the null
+// stream, and returns the median time of one call in milliseconds.
+float time_kernel_ms(const std::function<void()>& launch, int warmup, int reps);
+
+// Device-to-device copy bandwidth in GB/s (1e9 bytes/s), counting the bytes read and
+// the bytes written: the median of several copies of `bytes`.
+double measure_copy_bandwidth_gbs(size_t bytes = size_t(1) << 30);
+
+}  // namespace kiln::runtime

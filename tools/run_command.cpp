@@ -1,0 +1,146 @@
+// `kiln run FILE`: compile a graph, run it on the GPU on random inputs (never
+// zeros), and check every output against the reference interpreter. --bench times
+// the whole graph against the device-to-device copy bandwidth measured in the same
+// run; --compile-only needs no GPU: it compiles every kernel and evaluates the reference.
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <iostream>
+
+#include "ir/compare.h"
+#include "ir/error.h"
+#include "ir/interpreter.h"
+#include "ir/parser.h"
+#include "ir/printer.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/device.h"
+#include "runtime/executable.h"
+#include "runtime/program.h"
+#include "runtime/timer.h"
+#include "tools/commands.h"
+#include "tools/npy.h"
+
+namespace kiln::tools {
+
+namespace {
+
+struct RunArgs {
+  std::string file;
+  uint64_t seed = 1;
+  bool bench = false;
+  bool compile_only = false;
+  std::string save_dir;
+  std::string arch;
+  std::string pipeline = std::string(runtime::kCompilePipeline);
+};
+
+std::vector<HostTensor> random_inputs(const ir::Graph& g, uint64_t seed) {
+  std::vector<HostTensor> inputs;
+  for (size_t i = 0; i < g.inputs().size(); ++i) inputs.push_back(random_tensor(g.inputs()[i]->type, seed * 1000003 + i));
+  return inputs;
+}
+
+std::string output_label(const ir::Graph& g, size_t i) {
+  auto names = ir::value_names(g);
+  return fmt::format("output {} %{} {}", i, names.at(g.outputs()[i]->id), g.outputs()[i]->type.str());
+}
+
+void save_all(const std::string& dir, const ir::Graph& g, const std::vector<HostTensor>& inputs,
+              const std::vector<HostTensor>& outputs, const std::vector<HostTensor>& reference) {
+  std::filesystem::create_directories(dir);
+  auto names = ir::value_names(g);
+  for (size_t i = 0; i < inputs.size(); ++i) write_npy(dir + "/" + names.at(g.inputs()[i]->id) + ".npy", inputs[i]);
+  for (size_t i = 0; i < outputs.size(); ++i)
+    write_npy(fmt::format("{}/out{}_{}.npy", dir, i, names.at(g.outputs()[i]->id)), outputs[i]);
+  for (size_t i = 0; i < reference.size(); ++i)
+    write_npy(fmt::format("{}/ref{}_{}.npy", dir, i, names.at(g.outputs()[i]->id)), reference[i]);
+  std::cout << fmt::format("saved inputs, outputs and reference outputs as .npy under {}\n", dir);
+}
+
+void bench(runtime::Executable& exe, const std::vector<HostTensor>& inputs) {
+  std::vector<runtime::DeviceBuffer> in_bufs, out_bufs;
+  for (const HostTensor& t : inputs) {
+    auto bytes = t.to_bytes();
+    in_bufs.emplace_back(bytes.size());
+    in_bufs.back().upload(bytes.data(), bytes.size());
+  }
+  for (int b : exe.plan().outputs) out_bufs.emplace_back(static_cast<size_t>(exe.plan().buffers[b].type.bytes()));
+  std::vector<const runtime::DeviceBuffer*> ins;
+  std::vector<runtime::DeviceBuffer*> outs;
+  for (auto& b : in_bufs) ins.push_back(&b);
+  for (auto& b : out_bufs) outs.push_back(&b);
+  exe.bind(ins, outs);
+  double copy_gbs = runtime::measure_copy_bandwidth_gbs();
+  float ms = runtime::time_kernel_ms([&] { exe.launch(); }, 10, 100);
+  double bytes = static_cast<double>(exe.min_bytes_moved());
+  double gbs = bytes / (ms * 1e-3) / 1e9;
+  std::cout << fmt::format("bench: {:.4f} ms median, {:.1f} MB moved at least, {:.0f} GB/s = {:.1f}% of the "
+                           "copy bandwidth measured now ({:.0f} GB/s)\n",
+                           ms, bytes / 1e6, gbs, 100.0 * gbs / copy_gbs, copy_gbs);
+  if (bytes < 3.0 * static_cast<double>(runtime::Device::get().l2_bytes()))
+    std::cout << "bench: note: the data is smaller than three times the L2 cache; the figure measures the cache\n";
+}
+
+int run(const RunArgs& a) {
+  ir::Graph g = ir::parse_file(a.file);
+  std::string why;
+  bool gpu = runtime::gpu_available(&why);
+  if (!gpu && !a.compile_only)
+    throw Error(fmt::format("kiln run: no GPU found ({}); use --compile-only to compile the kernels and "
+                            "evaluate the reference without one", why));
+  runtime::ProgramOptions options;
+  options.pipeline = a.pipeline;
+  options.arch = a.arch.empty() && !gpu ? "sm_90a" : a.arch;
+  runtime::Program program = runtime::Program::compile(g, options);
+  for (const auto& k : program.kernels())
+    std::cout << fmt::format("compiled {} ({}, {}) for {}: {} bytes of PTX, {} bytes of cubin{}\n", k.kernel.name,
+                             ir::kernel_kind_name(k.kernel.kind), k.kernel.config.str(), program.arch(),
+                             k.binary.ptx.size(), k.binary.cubin.size(), k.binary.from_cache ? " (cached)" : "");
+
+  std::vector<HostTensor> inputs = random_inputs(g, a.seed);
+  std::vector<HostTensor> reference = ir::evaluate(g, inputs);
+  if (a.compile_only) {
+    for (size_t i = 0; i < reference.size(); ++i)
+      std::cout << fmt::format("{}: reference evaluated on the CPU ({} values)\n", output_label(g, i),
+                               reference[i].numel());
+    std::cout << "compile-only: every kernel compiled; nothing ran on a GPU\n";
+    if (!a.save_dir.empty()) save_all(a.save_dir, g, inputs, {}, reference);
+    return kExitOk;
+  }
+
+  std::cout << fmt::format("running on {} ({})\n", runtime::Device::get().name(), runtime::Device::get().arch());
+  std::vector<HostTensor> outputs = program.run(inputs);
+  bool ok = true;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    Comparison c = compare(outputs[i], reference[i]);
+    ok = ok && c.passed;
+    std::cout << fmt::format("{}: {}\n", output_label(g, i), c.str());
+  }
+  if (!a.save_dir.empty()) save_all(a.save_dir, g, inputs, outputs, reference);
+  if (a.bench) bench(program.executable(), inputs);
+  std::cout << (ok ? "PASS\n" : "FAIL\n");
+  return ok ? kExitOk : kExitError;
+}
+
+}  // namespace
+
+Command add_run_command(CLI::App& kiln) {
+  auto args = std::make_shared<RunArgs>();
+  CLI::App* app = kiln.add_subcommand(
+      "run", "Compile a graph, run it on the GPU on random inputs and check every output against the CPU "
+             "reference interpreter.");
+  app->add_option("file", args->file, "a .kiln file, or - for standard input")->required();
+  app->add_option("--seed", args->seed, "seed of the random inputs (never zeros)")->capture_default_str();
+  app->add_flag("--bench", args->bench,
+                "also time the graph (CUDA events, warm-up, median of 100) and report GB/s against the "
+                "device-to-device copy bandwidth measured in the same run");
+  app->add_option("--save", args->save_dir, "write inputs, outputs and reference outputs as .npy files to DIR");
+  app->add_flag("--compile-only", args->compile_only,
+                "compile every kernel through NVRTC and evaluate the reference; needs no GPU");
+  app->add_option("--arch", args->arch, "compile for this arch (default: KILN_ARCH, else the GPU's; sm_90a "
+                                        "with --compile-only and no GPU)");
+  app->add_option("--pipeline", args->pipeline, "the pass pipeline")->capture_default_str();
+  return Command{app, [args] { return run(*args); }};
+}
+
+}  // namespace kiln::tools
