@@ -1,5 +1,6 @@
 // `kiln opt FILE|-`: parse a graph in the text form, run a pass pipeline on it
-// and print the resulting IR. Per-pass dumps go to stderr (or KILN_DUMP_DIR).
+// and print the resulting IR, or what it lowers to (--emit=kernels|cuda|ptx).
+// Per-pass dumps go to stderr (or KILN_DUMP_DIR).
 #include <fmt/format.h>
 
 #include <cerrno>
@@ -14,6 +15,9 @@
 #include "ir/error.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
+#include "codegen/emit.h"
+#include "passes/lower.h"
+#include "runtime/program.h"
 #include "passes/pass.h"
 #include "passes/pass_manager.h"
 #include "tools/commands.h"
@@ -30,6 +34,9 @@ struct OptFlags {
   bool print_after_change = false;
   bool time_passes = false;
   std::string output = "-";
+  std::string emit = "ir";
+  std::string arch;
+  bool pipeline_given = false;
 };
 
 void write_output(const std::string& path, const std::string& text) {
@@ -44,7 +51,34 @@ void write_output(const std::string& path, const std::string& text) {
   if (!out.flush()) throw Error(fmt::format("kiln opt: failed writing '{}'", path));
 }
 
-int run_opt(const OptFlags& flags) {
+// What --emit prints after the passes: kernels and CUDA need the fused groups that
+// the compile pipeline makes, so it is the default pipeline for them.
+std::string emit_text(const OptFlags& flags, const ir::Graph& input, const passes::PassManager::Options& options) {
+  if (flags.emit == "ptx") {
+    runtime::ProgramOptions po;
+    po.pipeline = flags.pipeline;
+    po.arch = flags.arch;
+    po.passes = options;
+    runtime::Program program = runtime::Program::compile(input, po);
+    std::string out;
+    for (const auto& k : program.kernels())
+      out += fmt::format("// kernel {} for {}\n{}\n", k.kernel.name, program.arch(), k.binary.ptx);
+    return out;
+  }
+  ir::Graph graph = input.clone();
+  passes::PassManager manager(flags.pipeline, options, std::cerr);
+  manager.run(graph);
+  if (flags.emit == "ir") return ir::print(graph);
+  passes::Plan plan = passes::lower(graph);
+  if (flags.emit == "cuda") return codegen::emit_cuda(plan.kernels);
+  std::string out;
+  for (const ir::Kernel& k : plan.kernels) out += ir::print(k) + "\n";
+  return out;
+}
+
+int run_opt(const OptFlags& given) {
+  OptFlags flags = given;
+  if (!flags.pipeline_given && flags.emit != "ir") flags.pipeline = std::string(runtime::kCompilePipeline);
   ir::Graph graph = ir::parse_file(flags.input);
 
   passes::PassManager::Options options;
@@ -52,10 +86,7 @@ int run_opt(const OptFlags& flags) {
   options.print_after = std::set<std::string>(flags.print_after.begin(), flags.print_after.end());
   options.print_after_change = flags.print_after_change;
   options.time_passes = flags.time_passes;  // verify_each and dump_dir (KILN_DUMP_DIR) keep their defaults
-  passes::PassManager manager(flags.pipeline, options, std::cerr);
-  manager.run(graph);
-
-  write_output(flags.output, ir::print(graph));
+  write_output(flags.output, emit_text(flags, graph, options));
   return kExitOk;
 }
 
@@ -86,10 +117,22 @@ Command add_opt_command(CLI::App& kiln) {
   opt->add_flag("--time-passes", flags->time_passes, "Report the time each pass took on stderr");
   opt->add_option("-o,--output", flags->output, "Write the resulting IR to this file instead of stdout")
       ->type_name("FILE");
-  opt->footer(fmt::format("Registered passes: {}\nDefault pipeline: {}\n"
+  opt->add_option("--emit", flags->emit,
+                  "What to print: ir (the graph after the passes), kernels (the kernel IR), cuda (the generated "
+                  "source) or ptx (compiled through NVRTC; needs no GPU with --arch)")
+      ->check(CLI::IsMember({"ir", "kernels", "cuda", "ptx"}))
+      ->type_name("WHAT");
+  opt->add_option("--arch", flags->arch,
+                  "With --emit=ptx: the target, e.g. sm_90a or sm_80 (default: KILN_ARCH, else the GPU's)")
+      ->type_name("ARCH");
+  opt->footer(fmt::format("Registered passes: {}\nDefault pipeline: {} (with --emit=kernels, cuda or ptx: "
+                          "the compile pipeline, which adds fuse,tile)\n"
                           "KILN_DUMP_DIR=DIR also writes the IR after each pass to numbered files in DIR.",
                           fmt::join(passes::pass_names(), ", "), passes::kDefaultPipeline));
-  return Command{opt, [flags] { return run_opt(*flags); }};
+  return Command{opt, [flags, opt] {
+                   flags->pipeline_given = opt->get_option("--pipeline")->count() > 0;
+                   return run_opt(*flags);
+                 }};
 }
 
 }  // namespace kiln::tools

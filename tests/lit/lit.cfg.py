@@ -16,3 +16,6 @@ config.substitutions.append(("%examples", os.path.join(config.kiln_source_dir, "
 config.environment["KILN_CACHE_DIR"] = os.path.join(config.test_exec_root, "cache")
 for var in ("KILN_DUMP_DIR", "KILN_DEBUG", "KILN_TUNE", "KILN_TUNE_DB"):
     config.environment.pop(var, None)
+# Tests that expect a machine without a GPU say `UNSUPPORTED: gpu`.
+if os.path.exists("/dev/nvidiactl"):
+    config.available_features.add("gpu")
