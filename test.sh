@@ -14,8 +14,13 @@ export CUDAToolkit_ROOT
 
 cmake --preset release
 cmake --build --preset release --parallel "$jobs"
-ctest --preset release --parallel "$jobs"
+log=build/ctest.log
+ctest --preset release --parallel "$jobs" 2>&1 | tee "$log"
 
-if [[ -x scripts/run-fuzzer.sh ]]; then
-  KILN_FUZZ_JOBS="${KILN_FUZZ_JOBS:-$jobs}" scripts/run-fuzzer.sh 60
-fi
+KILN_FUZZ_JOBS="${KILN_FUZZ_JOBS:-$jobs}" scripts/run-fuzzer.sh 60
+
+# One closing line with the counts (CTest counts a skipped test as passed).
+total=$(sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' "$log" | tail -n 1)
+failed=$(sed -n 's/.* \([0-9]*\) tests failed out of.*/\1/p' "$log" | tail -n 1)
+skipped=$(grep -c '(Skipped)$' "$log" || true)
+echo "ctest: $((total - failed - skipped)) passed, $failed failed, $skipped skipped"

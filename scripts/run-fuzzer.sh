@@ -32,7 +32,15 @@ dict="$run/kiln.dict"
   sed -n 's/^KILN_OP([A-Za-z0-9]*, "\([a-z0-9_]*\)".*/"\1"/p' ir/ops.def | sort -u
 } > "$dict"
 
-echo "fuzzing the parser for ${seconds}s (corpus: $run/corpus)"
+echo "fuzzing the parser for ${seconds}s (corpus: $run/corpus; log: $run/fuzz.log)"
+status=0
 "$root/build-fuzz/tests/fuzz/kiln_parser_fuzzer" \
   -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=4096 -print_final_stats=1 \
-  -dict="$dict" -artifact_prefix="$run/artifacts/" "$run/corpus"
+  -dict="$dict" -artifact_prefix="$run/artifacts/" "$run/corpus" > "$run/fuzz.log" 2>&1 || status=$?
+# The fuzzer's progress lines stay in the log; show its verdict and final statistics.
+grep -E "^(stat::|==[0-9]+==|SUMMARY|Done)" "$run/fuzz.log" | tail -n 12 || true
+if [[ $status -ne 0 ]]; then
+  tail -n 40 "$run/fuzz.log"
+  echo "the parser fuzzer failed (status $status); the input is in $run/artifacts/" >&2
+fi
+exit $status
