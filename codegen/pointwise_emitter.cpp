@@ -150,6 +150,8 @@ private:
           s += fmt::format("  o{} = {};\n", position_[op.arg],
                            store_expr(op.dtype, fmt::format("r{}", op.operands[0])));
           continue;
+        case ScalarKind::Reduce:  // ir::verify rejects it in a pointwise kernel
+          throw Error(fmt::format("kernel @{}: a pointwise kernel cannot reduce", k_.name));
       }
       s += fmt::format("  const {} r{} = {};\n", register_type(op.dtype), id, value);
     }

@@ -77,6 +77,35 @@ constexpr Helper kHelpers[] = {
      "static __device__ __forceinline__ float kiln_max(float a, float b) { return (a != a || a > b) ? a : b; }\n"},
     {"kiln_min",
      "static __device__ __forceinline__ float kiln_min(float a, float b) { return (a != a || a < b) ? a : b; }\n"},
+    // Row reductions: butterfly shuffles over W lanes (every lane ends with the same
+    // bits), then, for W > 32 threads, one slot per warp in shared memory read back in a
+    // fixed order: deterministic, no atomics. Every lane of a warp must call them.
+    {"kiln_warp_sum",
+     "template <int W> static __device__ __forceinline__ float kiln_warp_sum(float v) {\n"
+     "#pragma unroll\n  for (int o = W / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);\n"
+     "  return v;\n}\n"},
+    {"kiln_warp_max",
+     "template <int W> static __device__ __forceinline__ float kiln_warp_max(float v) {\n"
+     "#pragma unroll\n  for (int o = W / 2; o > 0; o /= 2) v = kiln_max(v, __shfl_xor_sync(0xffffffffu, v, o));\n"
+     "  return v;\n}\n"},
+    {"kiln_warp_min",
+     "template <int W> static __device__ __forceinline__ float kiln_warp_min(float v) {\n"
+     "#pragma unroll\n  for (int o = W / 2; o > 0; o /= 2) v = kiln_min(v, __shfl_xor_sync(0xffffffffu, v, o));\n"
+     "  return v;\n}\n"},
+    {"kiln_block_sum",
+     "template <int W> static __device__ __forceinline__ float kiln_block_sum(float v, float* slots) {\n"
+     "  v = kiln_warp_sum<32>(v);\n  if (threadIdx.x % 32 == 0) slots[threadIdx.x / 32] = v;\n  __syncthreads();\n"
+     "  float r = slots[0];\n#pragma unroll\n  for (int i = 1; i < W / 32; ++i) r += slots[i];\n  return r;\n}\n"},
+    {"kiln_block_max",
+     "template <int W> static __device__ __forceinline__ float kiln_block_max(float v, float* slots) {\n"
+     "  v = kiln_warp_max<32>(v);\n  if (threadIdx.x % 32 == 0) slots[threadIdx.x / 32] = v;\n  __syncthreads();\n"
+     "  float r = slots[0];\n#pragma unroll\n  for (int i = 1; i < W / 32; ++i) r = kiln_max(r, slots[i]);\n"
+     "  return r;\n}\n"},
+    {"kiln_block_min",
+     "template <int W> static __device__ __forceinline__ float kiln_block_min(float v, float* slots) {\n"
+     "  v = kiln_warp_min<32>(v);\n  if (threadIdx.x % 32 == 0) slots[threadIdx.x / 32] = v;\n  __syncthreads();\n"
+     "  float r = slots[0];\n#pragma unroll\n  for (int i = 1; i < W / 32; ++i) r = kiln_min(r, slots[i]);\n"
+     "  return r;\n}\n"},
     {"kiln_round_f16",
      "static __device__ __forceinline__ float kiln_round_f16(float x) { return __half2float(__float2half_rn(x)); }\n"},
     {"kiln_round_bf16",
@@ -201,7 +230,8 @@ std::string helper_definitions(const std::string& code) {
   bool needed[n] = {};
   std::string calls = code;  // grows with the bodies of the helpers found so far
   for (size_t i = n; i-- > 0;) {
-    if (calls.find(std::string(kHelpers[i].name) + "(") == std::string::npos) continue;
+    const std::string name = kHelpers[i].name;  // called as name(...) or name<W>(...)
+    if (calls.find(name + "(") == std::string::npos && calls.find(name + "<") == std::string::npos) continue;
     needed[i] = true;
     calls += kHelpers[i].definition;
   }

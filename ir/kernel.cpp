@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <set>
 
 #include "ir/error.h"
@@ -13,11 +14,13 @@ namespace kiln::ir {
 std::string_view kernel_kind_name(KernelKind k) {
   switch (k) {
     case KernelKind::Pointwise: return "pointwise";
+    case KernelKind::RowReduce: return "row_reduce";
   }
   return "?";
 }
 
 const Shape& Kernel::space() const {
+  if (!row_space.empty()) return row_space;
   for (const KernelArg& a : args)
     if (a.is_output) return a.type.shape;
   throw Error(fmt::format("kernel @{} has no output, so no iteration space", name));
@@ -34,13 +37,38 @@ bool is_contiguous(const KernelArg& a, const Shape& space) {
   return a.type.numel() == numel(space) && a.strides == contiguous_strides(space);
 }
 
-CollapsedSpace collapse(const Kernel& k) {
-  const Shape& space = k.space();
-  std::vector<std::vector<int64_t>> in;  // every access: args, then index ops
-  for (const KernelArg& a : k.args) in.push_back(a.strides);
-  for (const ScalarOp& op : k.body)
-    if (op.kind == ScalarKind::Index) in.push_back(op.coeffs);
+std::vector<int64_t> per_row_strides(const Shape& space) {
+  Shape rows(space.begin(), space.end() - (space.empty() ? 0 : 1));
+  std::vector<int64_t> s = contiguous_strides(rows);
+  s.push_back(0);
+  return s;
+}
 
+int64_t row_length(const Kernel& k) { return k.space().empty() ? 1 : k.space().back(); }
+int64_t row_count(const Kernel& k) { return k.numel() / row_length(k); }
+
+std::vector<bool> row_uniform(const Kernel& k) {
+  std::vector<bool> uniform(k.body.size(), true);
+  for (size_t id = 0; id < k.body.size(); ++id) {
+    const ScalarOp& op = k.body[id];
+    switch (op.kind) {
+      case ScalarKind::Load: uniform[id] = k.args.at(op.arg).strides.back() == 0; break;
+      case ScalarKind::Index: uniform[id] = op.coeffs.back() == 0; break;
+      case ScalarKind::Op:
+      case ScalarKind::Store:
+        for (int x : op.operands) uniform[id] = uniform[id] && uniform[x];
+        break;
+      case ScalarKind::Const:
+      case ScalarKind::Reduce: break;
+    }
+  }
+  return uniform;
+}
+
+namespace {
+
+// Merges neighbouring dims of `space` that every access walks as one.
+CollapsedSpace merge_dims(const Shape& space, const std::vector<std::vector<int64_t>>& in, size_t num_args) {
   Shape dims;
   std::vector<std::vector<int64_t>> out(in.size());
   for (size_t d = 0; d < space.size(); ++d) {
@@ -57,12 +85,42 @@ CollapsedSpace collapse(const Kernel& k) {
   }
   if (dims.empty()) {  // one element: every offset is 0, and arguments read as contiguous
     dims = {1};
-    for (size_t a = 0; a < in.size(); ++a) out[a] = {a < k.args.size() ? 1 : 0};
+    for (size_t a = 0; a < in.size(); ++a) out[a] = {a < num_args ? 1 : 0};
   }
   CollapsedSpace c;
   c.dims = std::move(dims);
-  c.arg_strides.assign(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(k.args.size()));
-  c.index_coeffs.assign(out.begin() + static_cast<std::ptrdiff_t>(k.args.size()), out.end());
+  c.arg_strides.assign(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(num_args));
+  c.index_coeffs.assign(out.begin() + static_cast<std::ptrdiff_t>(num_args), out.end());
+  return c;
+}
+
+}  // namespace
+
+CollapsedSpace collapse(const Kernel& k) {
+  const Shape& space = k.space();
+  std::vector<std::vector<int64_t>> in;  // every access: args, then index ops
+  for (const KernelArg& a : k.args) in.push_back(a.strides);
+  for (const ScalarOp& op : k.body)
+    if (op.kind == ScalarKind::Index) in.push_back(op.coeffs);
+  if (k.kind != KernelKind::RowReduce || space.empty()) return merge_dims(space, in, k.args.size());
+
+  // The row dims collapse among themselves; the reduced dim stays last, whatever its size.
+  Shape rows(space.begin(), space.end() - 1);
+  std::vector<std::vector<int64_t>> row_in;
+  for (const auto& s : in) row_in.emplace_back(s.begin(), s.end() - 1);
+  CollapsedSpace c;
+  bool one_row = numel(rows) == 1;
+  if (!one_row) c = merge_dims(rows, row_in, k.args.size());
+  if (one_row) {
+    c.dims = {1};
+    c.arg_strides.assign(k.args.size(), {0});
+    c.index_coeffs.assign(in.size() - k.args.size(), {0});
+  }
+  c.dims.push_back(space.back());
+  for (size_t a = 0; a < in.size(); ++a) {
+    auto& target = a < k.args.size() ? c.arg_strides[a] : c.index_coeffs[a - k.args.size()];
+    target.push_back(space.back() == 1 ? 0 : in[a].back());
+  }
   return c;
 }
 
@@ -76,6 +134,14 @@ void verify(const Kernel& k) {
     if (a.strides.size() != rank)
       fail(fmt::format("argument %{} has {} strides; the iteration space {} has rank {}", a.name, a.strides.size(),
                        shape_str(space), rank));
+    if (a.is_output && k.kind == KernelKind::RowReduce) {
+      bool full = a.type.shape == space && a.strides == contiguous_strides(space);
+      bool per_row = a.type.numel() == row_count(k) && a.strides == per_row_strides(space);
+      if (!full && !per_row)
+        fail(fmt::format("output %{}: {} is neither the row space {} written contiguously nor one value per row",
+                         a.name, a.type.str(), shape_str(space)));
+      continue;
+    }
     if (a.is_output) {
       if (a.type.shape != space)
         fail(fmt::format("outputs have different shapes ({} and {}); a pointwise kernel has one iteration space",
@@ -121,6 +187,25 @@ void verify(const Kernel& k) {
         break;
       }
       case ScalarKind::Const: break;
+      case ScalarKind::Reduce: {
+        if (k.kind != KernelKind::RowReduce) fail(where + ": only a row_reduce kernel reduces");
+        if (op_info(op.op).category != OpCategory::Reduce)
+          fail(fmt::format("{}: {} is not a reduction", where, op_name(op.op)));
+        if (op.operands.size() != 1) fail(where + ": a reduction takes one operand");
+        int phase = 0;  // one more than the latest reduction under its operand
+        std::vector<int> stack{op.operands[0]};
+        std::set<int> seen;
+        while (!stack.empty()) {
+          int x = stack.back();
+          stack.pop_back();
+          if (!seen.insert(x).second) continue;
+          if (k.body[x].kind == ScalarKind::Reduce) phase = std::max(phase, k.body[x].phase + 1);
+          else stack.insert(stack.end(), k.body[x].operands.begin(), k.body[x].operands.end());
+        }
+        if (op.phase != phase) fail(fmt::format("{} is in phase {}; its operand makes it phase {}", where, op.phase,
+                                                phase));
+        break;
+      }
       case ScalarKind::Index:
         if (op.coeffs.size() != rank) fail(where + ": an index needs one coefficient per iteration dim");
         break;
@@ -130,6 +215,17 @@ void verify(const Kernel& k) {
           fail(fmt::format("{}: {} takes {} operands, got {}", where, op_name(op.op), op_info(op.op).arity,
                            op.operands.size()));
         break;
+    }
+  }
+  if (k.kind == KernelKind::RowReduce) {
+    if (rank == 0) fail("a row_reduce kernel needs a row space of rank 1 or more");
+    std::vector<bool> uniform = row_uniform(k);
+    for (size_t id = 0; id < k.body.size(); ++id) {
+      const ScalarOp& op = k.body[id];
+      if (op.kind == ScalarKind::Store && k.args[op.arg].strides == per_row_strides(space) &&
+          k.args[op.arg].type.shape != space && !uniform[op.operands[0]])
+        fail(fmt::format("op %{} stores a value that varies along the row into the per-row output %{}", id,
+                         k.args[op.arg].name));
     }
   }
   for (size_t i = 0; i < k.args.size(); ++i)
@@ -167,6 +263,8 @@ std::string op_str(const Kernel& k, size_t id) {
     case ScalarKind::Store: return fmt::format("store %{}, {}", arg_name(), operands);
     case ScalarKind::Const: return fmt::format("%{} = const {} : {}", id, attr_value_str(op.value), type);
     case ScalarKind::Index: return fmt::format("%{} = index {} : {}", id, ints_str(op.coeffs), type);
+    case ScalarKind::Reduce:
+      return fmt::format("%{} = reduce {} {} phase {} : {}", id, op_name(op.op), operands, op.phase, type);
     case ScalarKind::Op: {
       std::string attrs;
       for (const auto& [key, value] : op.attrs.items())
@@ -185,6 +283,7 @@ std::string print(const Kernel& k) {
   std::string out = fmt::format("kernel @{} {}(", k.name, kernel_kind_name(k.kind));
   for (size_t i = 0; i < k.args.size(); ++i) out += (i ? ", " : "") + arg_str(k.args[i], space);
   out += ")";
+  if (k.kind == KernelKind::RowReduce) out += " rows " + ints_str(space);
   if (k.config != TileConfig{}) out += " config " + k.config.str();
   out += " {\n";
   for (size_t id = 0; id < k.body.size(); ++id) out += "  " + op_str(k, id) + "\n";

@@ -23,8 +23,9 @@
 namespace kiln::ir {
 
 // Kinds get a row here when their emitter exists.
-enum class KernelKind : uint8_t { Pointwise };
-std::string_view kernel_kind_name(KernelKind k);  // "pointwise", as in the graph's kernel blocks
+enum class KernelKind : uint8_t { Pointwise, RowReduce };
+// "pointwise", "row_reduce": as in the graph's kernel blocks.
+std::string_view kernel_kind_name(KernelKind k);
 
 // A tensor the kernel reads or writes. The iteration space of a pointwise kernel is
 // the shape of its outputs; element `i` of it (a multi-index) reads an input at offset
@@ -44,6 +45,12 @@ enum class ScalarKind : uint8_t {
   Index,  // sum_d i[d] * coeffs[d] as `dtype` (iota)
   Op,     // element-wise `op` (cast included) on earlier ids, result `dtype`
   Store,  // output `arg` = operands[0]
+  // Row-reduce kernels only: `op` (ReduceSum, ReduceMax, ReduceMin, ReduceMean) of
+  // operands[0] over the current row. The result is one value per row. `phase` counts
+  // the reductions it waits for: 0 when its operand needs none, else one more than the
+  // latest reduction its operand uses (softmax: max is phase 0, the sum of exp(x - max)
+  // phase 1). The emitter runs the phases in order over the row.
+  Reduce,
 };
 
 struct ScalarOp {
@@ -52,7 +59,8 @@ struct ScalarOp {
   int arg = -1;                 // Load, Store: index into Kernel::args
   double value = 0;             // Const
   std::vector<int64_t> coeffs;  // Index: one per iteration dim
-  OpKind op = OpKind::Add;      // Op
+  OpKind op = OpKind::Add;      // Op; Reduce: the reduction (its combiner)
+  int phase = 0;                // Reduce
   std::vector<int> operands;    // Op, Store: ids (indices into Kernel::body) of earlier ops
   Attrs attrs;                  // Op: the graph node's attributes (gelu's `approximate`)
 };
@@ -64,13 +72,17 @@ struct Kernel {
   std::vector<ScalarOp> body;   // SSA: an op's id is its index
   TileConfig config;
   std::vector<std::string> fused_nodes;  // the graph lines it computes, "%1 = add %x, %0 : f32[8]"
+  // Row-reduce kernels: the iteration space [rows..., N], the shape of the rows being
+  // reduced (N, the reduced axis, is innermost). Outputs are full-size (this shape) or
+  // one value per row. Empty for pointwise kernels, whose space is their outputs' shape.
+  Shape row_space;
 
   // Appends an op and returns its id.
   int add(ScalarOp op) {
     body.push_back(std::move(op));
     return static_cast<int>(body.size()) - 1;
   }
-  // The iteration space: the shape every output shares.
+  // The iteration space: row_space when set, else the shape every output shares.
   const Shape& space() const;
   int64_t numel() const { return kiln::numel(space()); }
 };
@@ -78,13 +90,25 @@ struct Kernel {
 // The iteration space with size-1 dims dropped and neighbouring dims merged wherever
 // every argument and index walks them as one (as a row-major tensor does): a
 // same-shape element-wise kernel has one dim; a row broadcast keeps two. Empty dims
-// (a one-element space) become {1}. Codegen indexes through this form.
+// (a one-element space) become {1}. A row-reduce kernel keeps its last (reduced) dim
+// apart, even of size 1, and merges only the row dims: its form is [rows..., N].
+// Codegen indexes through this form.
 struct CollapsedSpace {
   Shape dims;
   std::vector<std::vector<int64_t>> arg_strides;    // per Kernel::args entry
   std::vector<std::vector<int64_t>> index_coeffs;   // per Index op, in body order
 };
 CollapsedSpace collapse(const Kernel& k);
+
+// Row-reduce kernels: per body op, whether its value is the same for the whole row
+// (reductions, constants, loads of per-row arguments, and ops on those only).
+std::vector<bool> row_uniform(const Kernel& k);
+// Row-reduce kernels: the number of rows and the row length N (numel = rows * N).
+int64_t row_count(const Kernel& k);
+int64_t row_length(const Kernel& k);
+// Row-major strides of a per-row value ([rows..., 1] or [rows...]) over `space`: the
+// row-major strides of the leading dims and 0 on the last (and on size-1 dims).
+std::vector<int64_t> per_row_strides(const Shape& space);
 
 // Row-major strides of `space` with 0 on size-1 dims: an argument read with these
 // strides is contiguous over the iteration space.

@@ -24,6 +24,9 @@ constexpr Field kFields[] = {
     {"threads", &TileConfig::threads},
     {"elems", &TileConfig::elems},
     {"vec", &TileConfig::vec},
+    {"row_threads", &TileConfig::row_threads},
+    {"rows", &TileConfig::rows},
+    {"stream", &TileConfig::stream},
 };
 
 constexpr int kMaxVectorBytes = 16;  // the widest load one thread issues (uint4)
@@ -50,11 +53,6 @@ bool allows_vec(const std::vector<int64_t>& strides, const Shape& dims, int vec)
   for (size_t d = 0; d + 1 < strides.size(); ++d)
     if (strides[d] % vec != 0) return false;
   return true;
-}
-
-void require_pointwise(const Kernel& k) {
-  if (k.kind != KernelKind::Pointwise)
-    throw Error(fmt::format("kernel @{}: no tile rules for kernel kind {}", k.name, kernel_kind_name(k.kind)));
 }
 
 }  // namespace
@@ -95,7 +93,7 @@ TileConfig TileConfig::from_attrs(const Attrs& attrs) {
 }
 
 void validate(const Kernel& k, const TileConfig& c) {
-  require_pointwise(k);
+  if (k.kind == KernelKind::RowReduce) return validate_row_reduce(k, c);
   auto fail = [&](const std::string& rule) {
     throw Error(fmt::format("kernel @{}: tile config {}: {}", k.name, c.str(), rule));
   };
@@ -117,7 +115,7 @@ void validate(const Kernel& k, const TileConfig& c) {
 }
 
 std::vector<TileConfig> candidates(const Kernel& k) {
-  require_pointwise(k);
+  if (k.kind == KernelKind::RowReduce) return row_reduce_candidates(k);
   std::vector<TileConfig> out;
   const int bytes = dtype_bytes(widest_arg(k).type.dtype);
   for (int threads : {64, 128, 256, 512, 1024})
@@ -131,7 +129,7 @@ std::vector<TileConfig> candidates(const Kernel& k) {
 }
 
 TileConfig heuristic(const Kernel& k) {
-  require_pointwise(k);
+  if (k.kind == KernelKind::RowReduce) return row_reduce_heuristic(k);
   const int64_t n = k.numel();
   const int bytes = dtype_bytes(widest_arg(k).type.dtype);
   const CollapsedSpace space = collapse(k);

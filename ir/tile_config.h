@@ -21,9 +21,16 @@ struct TileConfig {
   int elems = 0;    // elements per thread
   int vec = 0;      // vector width in elements
 
+  // Row reduction: a block holds `rows` rows, each reduced by `row_threads` threads
+  // (a part of a warp, a warp, or the whole block when rows == 1). Loads move `vec`
+  // consecutive elements. With stream == 0 a thread keeps its `elems` elements of the
+  // row in registers (row_threads * elems >= N) and every phase reuses them; with
+  // stream == 1 each phase re-reads the row from memory (L2), one vector at a time.
+  int row_threads = 0;
+  int rows = 0;
+  int stream = 0;
+
   // The kinds to come add their fields here, next to the ones above:
-  //   row reduction: rows per block, threads per row, whether a row stays in registers
-  //                  or is streamed with an online combiner
   //   column reduction: columns per block, rows per thread
   //   gemm: BM, BN, BK, warps, pipeline stages
   //   attention: Br, Bc, warps, pipeline stages
@@ -46,5 +53,10 @@ std::vector<TileConfig> candidates(const Kernel& k);
 void validate(const Kernel& k, const TileConfig& config);
 // A good default from the kernel's shapes and dtypes; always valid.
 TileConfig heuristic(const Kernel& k);
+
+// The row-reduce kind's rules (ir/tile_config_row_reduce.cpp); the three above call them.
+void validate_row_reduce(const Kernel& k, const TileConfig& config);
+std::vector<TileConfig> row_reduce_candidates(const Kernel& k);
+TileConfig row_reduce_heuristic(const Kernel& k);
 
 }  // namespace kiln::ir

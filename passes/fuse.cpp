@@ -1,9 +1,12 @@
-// The `fuse` pass: element-wise chains become pointwise kernel groups.
+// The `fuse` pass: reductions along the innermost axis become row_reduce groups with
+// their prologue and epilogue (planned first, see fuse_reduce.h); the remaining
+// element-wise chains become pointwise kernel groups.
 //
 // A pointwise kernel computes its outputs ("roots") element by element over their
 // shape, inlining everything upstream until it reaches values that live in memory:
-// graph inputs, results of reductions / matmuls / composites (left ungrouped for the
-// kernels to come), and values that must be written anyway. So fusion is a choice of
+// graph inputs, results of row-reduce groups, of other reductions / matmuls /
+// composites (left ungrouped for the kernels to come), and values that must be
+// written anyway. So fusion is a choice of
 // which values to write:
 //   1. graph outputs and values that a reduction, matmul or composite reads;
 //   2. values under a reshape that cannot become index arithmetic;
@@ -23,6 +26,7 @@
 #include <unordered_set>
 
 #include "ir/error.h"
+#include "passes/fuse_reduce.h"
 #include "passes/lower.h"
 #include "passes/pass.h"
 
@@ -35,7 +39,7 @@ namespace {
 
 enum class Role { Compute, Free, Opaque };
 
-Role role_of(const Node* n) {
+Role role_of_op(const Node* n) {
   if (ir::is_elementwise(n->op)) return Role::Compute;
   auto c = ir::op_info(n->op).category;
   return c == ir::OpCategory::Source || c == ir::OpCategory::View ? Role::Free : Role::Opaque;
@@ -55,9 +59,12 @@ constexpr int kMaxRecomputedOps = 16;
 
 class Fuser {
 public:
-  explicit Fuser(ir::Graph& g) : g_(g) {
+  explicit Fuser(ir::Graph& g) : g_(g), rows_(plan_row_groups(g)) {
     auto nodes = g.nodes();
     for (size_t i = 0; i < nodes.size(); ++i) position_[nodes[i]] = static_cast<int>(i);
+    for (size_t i = 0; i < rows_.size(); ++i)
+      for (const Node* n : rows_[i].nodes)
+        if (!is_free_node(*n)) row_of_[n] = static_cast<int>(i);
   }
 
   void run() {
@@ -70,6 +77,9 @@ public:
   }
 
 private:
+  // What a node is to pointwise fusion: nodes a row-reduce group computes are opaque.
+  Role role(const Node* n) const { return row_of_.count(n) ? Role::Opaque : role_of_op(n); }
+
   int pos(const Node* n) const { return position_.at(n); }
   int pos(const Value* v) const { return v->producer ? pos(v->producer) : -1; }
 
@@ -82,20 +92,24 @@ private:
   // an input, a constant) that the graph returns is written but still inlined.
   void seed_roots() {
     for (const Value* v : g_.outputs())
-      if (v->producer && role_of(v->producer) != Role::Opaque) write(v, role_of(v->producer) == Role::Compute);
+      if (v->producer && role(v->producer) != Role::Opaque) write(v, role(v->producer) == Role::Compute);
+    for (const RowGroup& grp : rows_)  // what a row-reduce group reads, another kernel writes
+      for (const Node* n : grp.nodes)
+        for (const Value* u : n->operands)
+          if (u->producer && !grp.nodes.count(u->producer) && role(u->producer) == Role::Compute) write(u, true);
     for (const Node* n : g_.nodes()) {
-      if (role_of(n) != Role::Opaque) continue;
+      if (role(n) != Role::Opaque || row_of_.count(n)) continue;
       for (const Value* u : n->operands) {
         const Value* w = u;  // through the views that the reduction's kernel will fold
         while (w->producer && ir::op_info(w->producer->op).category == ir::OpCategory::View)
           w = w->producer->operands[0];
-        if (w->producer && role_of(w->producer) == Role::Compute) write(w, true);
+        if (w->producer && role(w->producer) == Role::Compute) write(w, true);
       }
     }
   }
 
   bool inlinable(const Value* v) const {
-    return v->producer && role_of(v->producer) != Role::Opaque && !cut_.count(v);
+    return v->producer && role(v->producer) != Role::Opaque && !cut_.count(v);
   }
 
   std::vector<const Value*> sorted_roots() const {
@@ -169,7 +183,7 @@ private:
       return std::count(a.roots.begin(), a.roots.end(), v) || std::count(b.roots.begin(), b.roots.end(), v);
     };
     for (const Node* n : a.nodes)
-      if (b.nodes.count(n) && (role_of(n) == Role::Compute || is_root(n->result))) return true;
+      if (b.nodes.count(n) && (role(n) == Role::Compute || is_root(n->result))) return true;
     for (const Value* r : a.roots)
       if (b.loads.count(r)) return true;
     for (const Value* r : b.roots)
@@ -208,7 +222,7 @@ private:
     std::map<const Node*, int> copies;
     for (const KernelPlan& k : kernels)
       for (const Node* n : k.nodes)
-        if (role_of(n) == Role::Compute && !roots_.count(n->result)) ++copies[n];
+        if (role(n) == Role::Compute && !roots_.count(n->result)) ++copies[n];
     const Value* latest = nullptr;
     for (const auto& [n, count] : copies) {
       if (count < 2 || (latest && pos(n) < pos(latest))) continue;
@@ -218,7 +232,7 @@ private:
       int64_t reread = 0;
       for (const Value* l : b.loads) reread += l->type.bytes();
       int ops = static_cast<int>(std::count_if(b.nodes.begin(), b.nodes.end(),
-                                               [](const Node* x) { return role_of(x) == Role::Compute; }));
+                                               [this](const Node* x) { return role(x) == Role::Compute; }));
       if ((count - 1) * reread > (count + 1) * v->type.bytes() || ops > kMaxRecomputedOps) latest = v;
     }
     return latest;
@@ -229,9 +243,9 @@ private:
   std::unordered_set<const Node*> kept_for_opaque() const {
     std::unordered_set<const Node*> keep;
     for (const Node* n : g_.nodes()) {
-      if (role_of(n) != Role::Opaque) continue;
+      if (role(n) != Role::Opaque) continue;
       for (const Value* w : n->operands) {
-        while (w->producer && role_of(w->producer) == Role::Free && !roots_.count(w)) {
+        while (w->producer && role(w->producer) == Role::Free && !roots_.count(w)) {
           keep.insert(w->producer);
           if (ir::op_info(w->producer->op).category != ir::OpCategory::View) break;
           w = w->producer->operands[0];
@@ -256,7 +270,8 @@ private:
       }
       copy_into(static_cast<int>(k), copies, kernels[k].nodes, owner);
     }
-    std::vector<Node*> order = block_order(owner, static_cast<int>(kernels.size()));
+    for (size_t r = 0; r < rows_.size(); ++r) claim_row_group(static_cast<int>(kernels.size() + r), rows_[r], owner);
+    std::vector<Node*> order = block_order(owner, static_cast<int>(kernels.size() + rows_.size()));
     g_.reorder(order);
     g_.clear_groups();
     std::map<int, int> group_of;  // plan index -> group index, in order of appearance
@@ -264,9 +279,30 @@ private:
       auto it = owner.find(n);
       if (it == owner.end()) continue;
       auto [g, fresh] = group_of.emplace(it->second, static_cast<int>(group_of.size()));
-      if (fresh) g_.add_group(ir::Group{fmt::format("k{}", g->second), "pointwise"});
+      if (fresh) {
+        bool rows = it->second >= static_cast<int>(kernels.size());
+        g_.add_group(ir::Group{fmt::format("k{}", g->second), rows ? "row_reduce" : "pointwise"});
+      }
       n->group = g->second;
     }
+  }
+
+  // Gives a row-reduce group its nodes. A constant or view that something outside the
+  // group also reads (or that another group already owns) is copied for the group.
+  void claim_row_group(int k, const RowGroup& grp, std::unordered_map<const Node*, int>& owner) {
+    std::unordered_set<const Value*> outputs(g_.outputs().begin(), g_.outputs().end());
+    auto users = g_.users();
+    std::vector<const Node*> copies;
+    for (const Node* n : sorted(grp.nodes)) {
+      bool shared = false;
+      if (is_free_node(*n)) {
+        shared = outputs.count(n->result) || owner.count(n);
+        for (const Node* u : users[n->result->id]) shared = shared || !grp.nodes.count(u);
+      }
+      if (shared) copies.push_back(n);
+      else owner[n] = k;
+    }
+    copy_into(k, copies, grp.nodes, owner);
   }
 
   std::vector<const Node*> sorted(const std::set<const Node*>& nodes) const {
@@ -346,6 +382,8 @@ private:
   }
 
   ir::Graph& g_;
+  std::vector<RowGroup> rows_;                   // row-reduce groups, planned first
+  std::unordered_map<const Node*, int> row_of_;  // computing node -> its row group
   std::unordered_map<const Node*, int> position_;
   std::unordered_set<const Value*> roots_;  // values some kernel writes
   std::unordered_set<const Value*> cut_;    // values every reader loads

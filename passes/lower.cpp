@@ -11,6 +11,7 @@
 #include <bit>
 #include <map>
 #include <optional>
+#include <set>
 #include <unordered_set>
 
 #include "ir/error.h"
@@ -84,11 +85,25 @@ std::vector<int64_t> flatten(const Map& m) {
 
 class Builder {
 public:
+  // `rows`: a row-reduce kernel over `space` (its last dim reduced); else pointwise.
   Builder(const std::string& name, Shape space, const std::function<bool(const Value*)>& inside,
-          const std::unordered_map<int, std::string>& names)
-      : space_(std::move(space)), inside_(inside), names_(names) {
+          const std::unordered_map<int, std::string>& names, bool rows = false)
+      : space_(std::move(space)), inside_(inside), names_(names), rows_(rows) {
     result_.kernel.name = name;
-    result_.kernel.kind = ir::KernelKind::Pointwise;
+    result_.kernel.kind = rows ? ir::KernelKind::RowReduce : ir::KernelKind::Pointwise;
+    if (rows) result_.kernel.row_space = space_;
+  }
+
+  // Where a per-row value of `shape` ([rows..., 1] or [rows...]) sits for the current row.
+  std::optional<Map> row_map(const Shape& shape) const {
+    Shape keep(space_.begin(), space_.end() - 1);
+    Shape keepdim = keep;
+    keepdim.push_back(1);
+    Map id = identity_map(space_);
+    if (shape == space_) return id;
+    if (shape == keepdim) return broadcast_map(shape, space_, id);
+    if (shape == keep) return Map(id.begin(), id.end() - 1);
+    return std::nullopt;
   }
 
   // The scalar id of `v` at map `m`, or -1 once a reshape failed (see must_load).
@@ -101,12 +116,15 @@ public:
     return id;
   }
 
-  PointwiseBuild finish(const std::vector<const Value*>& roots, const std::vector<int>& ids) {
+  PointwiseBuild finish(const std::vector<const Value*>& roots, const std::vector<int>& ids,
+                        const std::vector<Map>& maps) {
     ir::Kernel& k = result_.kernel;
     k.args = inputs_;
     for (size_t i = 0; i < roots.size(); ++i) {
-      k.args.push_back(ir::KernelArg{unique_name(roots[i]), roots[i]->type, true, ir::contiguous_strides(space_),
-                                     roots[i]->id});
+      std::vector<int64_t> strides = linear_strides(roots[i]->type.shape, maps[i], space_.size());
+      for (size_t d = 0; d < space_.size(); ++d)
+        if (space_[d] == 1) strides[d] = 0;
+      k.args.push_back(ir::KernelArg{unique_name(roots[i]), roots[i]->type, true, strides, roots[i]->id});
       ir::ScalarOp store;
       store.kind = ir::ScalarKind::Store;
       store.dtype = roots[i]->type.dtype;
@@ -163,11 +181,61 @@ private:
         }
         return result_.kernel.add(std::move(op));
       }
+      case ir::OpCategory::Reduce:
+        if (rows_) return reduce(v, m);
+        [[fallthrough]];
       default:
         throw Error(fmt::format("kernel @{}: {} cannot be part of a pointwise kernel (only element-wise ops, "
                                 "constants, iota and views can)",
                                 result_.kernel.name, ir::op_name(n->op)));
     }
+  }
+
+  // A reduction over the current row. It must reduce exactly the space's last dim of
+  // a value of the space's shape, and be wanted for the current row (not another).
+  int reduce(const Value* v, const Map& m) {
+    const Node* n = v->producer;
+    const Value* u = n->operands[0];
+    const int rank = static_cast<int>(space_.size());
+    std::vector<int64_t> axes = n->attrs.get_ints("axis");
+    bool last_only = std::find(axes.begin(), axes.end(), rank - 1) != axes.end() ||
+                     std::find(axes.begin(), axes.end(), -1) != axes.end();
+    for (int64_t a : axes) {
+      int64_t d = a < 0 ? a + rank : a;
+      last_only = last_only && (d == rank - 1 || u->type.shape[static_cast<size_t>(d)] == 1);
+    }
+    std::optional<Map> here = row_map(v->type.shape);
+    if (u->type.shape != space_ || !last_only || !here || *here != m) {
+      result_.must_load = v;
+      result_.failure = fmt::format("{} does not reduce the rows {} of this kernel along their last axis for the "
+                                    "row being computed", ir::print_node(*n, names_), shape_str(space_));
+      return -1;
+    }
+    int x = demand(u, identity_map(space_));
+    if (x < 0) return -1;
+    ir::ScalarOp op;
+    op.kind = ir::ScalarKind::Reduce;
+    op.dtype = v->type.dtype;
+    op.op = n->op;
+    op.operands = {x};
+    op.phase = phase_under(x);
+    return result_.kernel.add(std::move(op));
+  }
+
+  // One more than the latest reduction that op `x` depends on; 0 when none.
+  int phase_under(int x) const {
+    const auto& body = result_.kernel.body;
+    int phase = 0;
+    std::vector<int> stack{x};
+    std::set<int> seen;
+    while (!stack.empty()) {
+      int y = stack.back();
+      stack.pop_back();
+      if (!seen.insert(y).second) continue;
+      if (body[y].kind == ir::ScalarKind::Reduce) phase = std::max(phase, body[y].phase + 1);
+      else stack.insert(stack.end(), body[y].operands.begin(), body[y].operands.end());
+    }
+    return phase;
   }
 
   // A reshape keeps the linear index; a chain of them is one. Loading through it
@@ -234,6 +302,7 @@ private:
   Shape space_;
   const std::function<bool(const Value*)>& inside_;
   const std::unordered_map<int, std::string>& names_;
+  bool rows_ = false;
   PointwiseBuild result_;
   std::vector<ir::KernelArg> inputs_;
   std::map<std::pair<int, std::vector<int64_t>>, int> memo_;     // (value, map) -> id
@@ -247,7 +316,10 @@ private:
 std::string unlowerable(const Node& n, const std::unordered_map<int, std::string>& names) {
   std::string what;
   switch (ir::op_info(n.op).category) {
-    case ir::OpCategory::Reduce: what = "no kernel kind handles reductions yet"; break;
+    case ir::OpCategory::Reduce:
+      what = "no kernel kind handles this reduction yet (row_reduce takes reductions along the innermost axis of "
+             "float tensors)";
+      break;
     case ir::OpCategory::Matmul: what = "no kernel kind handles matmul yet"; break;
     case ir::OpCategory::Composite: what = "no kernel kind handles composite ops yet"; break;
     default: what = "it is in no kernel; run the fuse pass before lowering"; break;
@@ -301,12 +373,53 @@ PointwiseBuild build_pointwise(const std::string& name, const std::vector<const 
     if (id < 0) return b.failed();
     ids.push_back(id);
   }
-  return b.finish(roots, ids);
+  return b.finish(roots, ids, std::vector<Map>(roots.size(), identity_map(space)));
+}
+
+PointwiseBuild build_row_reduce(const std::string& name, const Shape& rows,
+                                const std::vector<const Value*>& roots,
+                                const std::function<bool(const Value*)>& computed_inside,
+                                const std::unordered_map<int, std::string>& names) {
+  if (roots.empty()) throw Error(fmt::format("kernel @{} has no outputs", name));
+  if (rows.empty()) throw Error(fmt::format("kernel @{}: a row reduction needs rows of rank 1 or more", name));
+  Builder b(name, rows, computed_inside, names, true);
+  std::vector<int> ids;
+  std::vector<Map> maps;
+  for (const Value* r : roots) {
+    std::optional<Map> m = b.row_map(r->type.shape);
+    if (!m) {
+      auto it = names.find(r->id);
+      throw Error(fmt::format("kernel @{}: output %{}: {} is neither the rows {} nor one value per row", name,
+                              it != names.end() ? it->second : fmt::format("v{}", r->id), r->type.str(),
+                              shape_str(rows)));
+    }
+    if (!computed_inside(r)) throw Error(fmt::format("kernel @{}: an output is not computed inside it", name));
+    int id = b.demand(r, *m);
+    if (id < 0) return b.failed();
+    ids.push_back(id);
+    maps.push_back(*m);
+  }
+  return b.finish(roots, ids, maps);
+}
+
+Shape row_reduction_space(const Node& n) {
+  if (ir::op_info(n.op).category != ir::OpCategory::Reduce) return {};
+  const Shape& in = n.operands[0]->type.shape;
+  if (in.empty() || !is_float(n.operands[0]->type.dtype)) return {};
+  const int rank = static_cast<int>(in.size());
+  bool last = false;
+  for (int64_t a : n.attrs.get_ints("axis")) {
+    int64_t d = a < 0 ? a + rank : a;
+    if (d == rank - 1) last = true;
+    else if (in[static_cast<size_t>(d)] != 1) return {};
+  }
+  return last ? in : Shape{};
 }
 
 ir::Kernel lower_group(const ir::Graph& g, int group, const std::unordered_map<int, std::string>& names) {
   const ir::Group& grp = g.groups().at(static_cast<size_t>(group));
-  if (grp.kind != "pointwise")
+  const bool rows = grp.kind == "row_reduce";
+  if (grp.kind != "pointwise" && !rows)
     throw Error(fmt::format("kernel @{}: kernel kind '{}' has no lowering yet", grp.name, grp.kind));
 
   std::vector<const Node*> members;
@@ -325,7 +438,20 @@ ir::Kernel lower_group(const ir::Graph& g, int group, const std::unordered_map<i
   if (roots.empty()) throw Error(fmt::format("kernel @{} computes nothing that is used outside it", grp.name));
 
   auto inside = [group](const Value* v) { return v->producer && v->producer->group == group; };
-  PointwiseBuild build = build_pointwise(grp.name, roots, inside, names);
+  Shape row_space;
+  for (const Node* n : members)
+    if (rows && row_space.empty() && ir::op_info(n->op).category == ir::OpCategory::Reduce) {
+      row_space = row_reduction_space(*n);
+      if (row_space.empty())
+        throw Error(fmt::format("kernel @{}: `{}` is not a reduction along the innermost axis of a float tensor, "
+                                "which a row_reduce kernel needs",
+                                grp.name, ir::print_node(*n, names)));
+    }
+  if (rows && row_space.empty()) throw Error(fmt::format("kernel @{}: a row_reduce kernel has no reduction", grp.name));
+  PointwiseBuild build = rows ? build_row_reduce(grp.name, row_space, roots, inside, names)
+                              : build_pointwise(grp.name, roots, inside, names);
+  if (build.must_load && !build.failure.empty())
+    throw Error(fmt::format("kernel @{}: {}", grp.name, build.failure));
   if (build.must_load) {
     auto it = names.find(build.must_load->id);
     throw Error(fmt::format("kernel @{}: `{}` regroups elements that a view inside the kernel has already reordered, "

@@ -57,9 +57,21 @@ struct PointwiseBuild {
   // which another kernel must write to memory first, and the reshape itself.
   const ir::Value* must_load = nullptr;
   const ir::Node* failed_reshape = nullptr;
+  std::string failure;  // row reductions: why must_load could not be computed inside
 };
 PointwiseBuild build_pointwise(const std::string& name, const std::vector<const ir::Value*>& roots,
                                const std::function<bool(const ir::Value*)>& computed_inside,
                                const std::unordered_map<int, std::string>& names);
+
+// The same for a row-reduce kernel over `rows` ([rows..., N], N reduced): roots are
+// full-size ([rows..., N]) or per-row ([rows..., 1] or [rows...]); reductions of
+// values of shape `rows` along the last axis, computed inside, become Reduce ops.
+PointwiseBuild build_row_reduce(const std::string& name, const Shape& rows, const std::vector<const ir::Value*>& roots,
+                                const std::function<bool(const ir::Value*)>& computed_inside,
+                                const std::unordered_map<int, std::string>& names);
+
+// The row space of a row reduction node (its operand's shape) when it reduces the
+// innermost axis only (other reduced axes have size 1) of a float tensor; else empty.
+Shape row_reduction_space(const ir::Node& n);
 
 }  // namespace kiln::passes

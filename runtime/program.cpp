@@ -7,7 +7,9 @@
 #include <iostream>
 
 #include "ir/error.h"
+#include "runtime/autotuner.h"
 #include "runtime/compile_cache.h"
+#include "runtime/cuda_driver.h"
 #include "runtime/executable.h"
 #include "runtime/knobs.h"
 
@@ -48,6 +50,7 @@ Program Program::compile(const ir::Graph& graph, const ProgramOptions& options) 
   pm.run(*p.optimised_);
   p.plan_ = passes::lower(*p.optimised_);
   p.arch_ = resolve_arch(CompileOptions{options.arch, {}});
+  if (options.tune) p.tune_kernels();
 
   const int debug = knobs::debug_level();
   for (const ir::Kernel& k : p.plan_.kernels) {
@@ -63,6 +66,41 @@ Program Program::compile(const ir::Graph& graph, const ProgramOptions& options) 
   // Dumps are written whether the binaries came from NVRTC or from the cache.
   if (options.passes.dump_dir) dump_kernels(p.kernels_, *options.passes.dump_dir);
   return p;
+}
+
+// Tunes the lowered kernels that need it, records them in the database and puts the
+// chosen configs into both the plan and the optimised graph's groups.
+void Program::tune_kernels() {
+  const knobs::TuneMode mode = knobs::tune_mode();
+  if (mode == knobs::TuneMode::Off) {
+    if (knobs::debug_level() >= 1) std::cerr << "kiln: KILN_TUNE=off: not tuning; heuristic configs only\n";
+    return;
+  }
+  std::string why;
+  if (!gpu_available(&why)) throw Error(fmt::format("compiling with tuning needs a GPU ({})", why));
+  const std::string db_path = knobs::tune_db();
+  TuningDb db = TuningDb::load(db_path);
+  std::vector<size_t> todo;
+  for (size_t i = 0; i < plan_.kernels.size(); ++i)
+    if (mode == knobs::TuneMode::Refresh || !db.find(current_key(plan_.kernels[i]))) todo.push_back(i);
+  if (todo.empty()) return;
+
+  std::vector<KernelReference> refs = kernel_references(*optimised_, plan_.kernels);
+  TuneOptions tune_options;
+  tune_options.arch = arch_;
+  for (size_t i : todo) {
+    ir::Kernel& k = plan_.kernels[i];
+    TuneResult r = tune_kernel(k, refs[i], tune_options);
+    if (r.best < 0) throw Error(fmt::format("kernel @{}: no tile config passed its check while tuning", k.name));
+    db.put(to_record(r));
+    k.config = r.kernel.config;
+    for (int g = 0; g < static_cast<int>(optimised_->groups().size()); ++g)
+      if (optimised_->groups()[g].name == k.name) optimised_->group(g).tile = k.config.to_attrs();
+    if (knobs::debug_level() >= 2)
+      std::cerr << fmt::format("kiln: {}: tuned {} configs in {:.2f} s; chose {}\n", k.name, r.trials.size(), r.wall_s,
+                               k.config.str());
+  }
+  db.save(db_path);
 }
 
 Executable& Program::executable() {

@@ -24,8 +24,12 @@ inline constexpr std::string_view kCompilePipeline = "decompose,simplify,cse,dce
 
 struct ProgramOptions {
   std::string pipeline = std::string(kCompilePipeline);
-  std::string arch;  // empty: KILN_ARCH, else the GPU's (see default_arch())
-  passes::PassManagerOptions passes;  // printing, timing, KILN_DUMP_DIR
+  std::string arch = {};  // empty: KILN_ARCH, else the GPU's (see default_arch())
+  passes::PassManagerOptions passes = {};  // printing, timing, KILN_DUMP_DIR
+  // Tune every kernel on the GPU that has no tuning record (all of them with
+  // KILN_TUNE=refresh; none with KILN_TUNE=off) and record the results in the tuning
+  // database. Needs a GPU: compile() throws without one.
+  bool tune = false;
 };
 
 struct CompiledKernel {
@@ -58,6 +62,7 @@ public:
 
 private:
   Program() = default;
+  void tune_kernels();
   std::unique_ptr<ir::Graph> source_, optimised_;
   passes::Plan plan_;
   std::vector<CompiledKernel> kernels_;

@@ -23,5 +23,7 @@ struct Command {
 Command add_opt_command(CLI::App& kiln);
 // `kiln run FILE`: compile a graph, run it on random inputs, check it against the reference.
 Command add_run_command(CLI::App& kiln);
+// `kiln tune FILE`: sweep each kernel's tile configs, check and time them, record the best.
+Command add_tune_command(CLI::App& kiln);
 
 }  // namespace kiln::tools

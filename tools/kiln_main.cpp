@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   std::vector<Command> commands = {
       add_opt_command(app),
       add_run_command(app),
+      add_tune_command(app),
   };
 
   try {

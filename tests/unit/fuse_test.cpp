@@ -78,10 +78,10 @@ TEST(Fuse, ValueUsedByTwoLaterChainsIsComputedOnce) {
   EXPECT_EQ(args_of(kernel_of(g, 0), true), (Names{"a", "b"}));  // %h and %e stay in registers
 }
 
-TEST(Fuse, ReductionSplitsChains) {
+TEST(Fuse, ColumnReductionSplitsChains) {
   ir::Graph g = fused(R"(func @red(%x: f32[64,128], %y: f32[64,128]) -> (f32[64,128]) {
   %h = add %x, %y : f32[64,128]
-  %s = sum %h {axis = [1], keepdim = true} : f32[64,1]
+  %s = sum %h {axis = [0], keepdim = true} : f32[1,128]
   %z = div %h, %s : f32[64,128]
   return %z
 })");
@@ -106,12 +106,12 @@ TEST(Fuse, ValuesReadOutsideAndReturnedAreOutputsOfOneKernel) {
 
 TEST(Fuse, ReorderMakesGroupsContiguousAndKeepsTopologicalOrder) {
   // %s sits between %a and %b; the group {%a, %b} must become contiguous.
-  ir::Graph g = fused(R"(func @order(%x: f32[4,8]) -> (f32[4,8], f32[4]) {
+  ir::Graph g = fused(R"(func @order(%x: f32[4,8]) -> (f32[4,8], f32[8]) {
   %a = exp %x : f32[4,8]
-  %s = sum %x {axis = [1]} : f32[4]
+  %s = sum %x {axis = [0]} : f32[8]
   %c = const 1.0 : f32[]
   %b = add %a, %c : f32[4,8]
-  %t = mul %s, %s : f32[4]
+  %t = mul %s, %s : f32[8]
   return %b, %t
 })");
   Names order;
@@ -127,7 +127,7 @@ TEST(Fuse, GroupMovesAfterTheReductionItReads) {
   // %a comes first, but its group also computes %b, which needs the sum.
   ir::Graph g = fused(R"(func @after(%x: f32[4,8]) -> (f32[4,8]) {
   %a = exp %x : f32[4,8]
-  %s = sum %x {axis = [1], keepdim = true} : f32[4,1]
+  %s = sum %x {axis = [0], keepdim = true} : f32[1,8]
   %b = add %a, %s : f32[4,8]
   return %b
 })");
@@ -145,7 +145,7 @@ TEST(Fuse, CheapSharedProducerIsRecomputedInEachKernel) {
   %h = exp %x : f32[64,128]
   %c = const 2.0 : f32[]
   %a = mul %h, %c : f32[64,128]
-  %s = sum %a {axis = [1], keepdim = true} : f32[64,1]
+  %s = sum %a {axis = [0], keepdim = true} : f32[1,128]
   %b = add %h, %s : f32[64,128]
   return %a, %b
 })");
@@ -163,7 +163,7 @@ TEST(Fuse, ExpensiveSharedProducerIsWrittenOnceNotRecomputed) {
     text += "  %h" + std::to_string(i) + " = tanh %h" + std::to_string(i - 1) + " : f32[64,128]\n";
   text += R"(  %c = const 2.0 : f32[]
   %a = mul %h19, %c : f32[64,128]
-  %s = sum %a {axis = [1], keepdim = true} : f32[64,1]
+  %s = sum %a {axis = [0], keepdim = true} : f32[1,128]
   %b = add %h19, %s : f32[64,128]
   return %a, %b
 })";
@@ -180,8 +180,8 @@ TEST(Fuse, ConstantsAndViewsAreCopiedIntoEachKernelThatNeedsThem) {
   %bw = broadcast %w : f32[4,8]
   %a = mul %x, %c : f32[4,8]
   %a2 = add %a, %bw : f32[4,8]
-  %s = sum %a2 {axis = [1], keepdim = true} : f32[4,1]
-  %b = mul %s, %c : f32[4,1]
+  %s = sum %a2 {axis = [0], keepdim = true} : f32[1,8]
+  %b = mul %s, %c : f32[1,8]
   %d = add %b, %bw : f32[4,8]
   return %d
 })");
@@ -190,9 +190,9 @@ TEST(Fuse, ConstantsAndViewsAreCopiedIntoEachKernelThatNeedsThem) {
 }
 
 TEST(Fuse, ViewThatAReductionReadsStaysOutsideAndKernelsGetACopy) {
-  ir::Graph g = fused(R"(func @kept(%x: f32[4,8], %w: f32[8]) -> (f32[4], f32[4,8]) {
+  ir::Graph g = fused(R"(func @kept(%x: f32[4,8], %w: f32[8]) -> (f32[8], f32[4,8]) {
   %b = broadcast %w : f32[4,8]
-  %s = sum %b {axis = [1]} : f32[4]
+  %s = sum %b {axis = [0]} : f32[8]
   %y = add %x, %b : f32[4,8]
   return %s, %y
 })");

@@ -1,0 +1,407 @@
+// The row-reduce emitter. Block b holds rows [b * R, (b + 1) * R) of the collapsed
+// space [rows..., N]; row_threads (T) consecutive threads share a row. Thread `lane`
+// of a row handles the vectors of V elements starting at (j * T + lane) * V, so
+// neighbouring threads touch neighbouring vectors (coalesced, 16-byte loads when V *
+// element size is 16). The body runs in stages:
+//   stage s < P   the element loop accumulates every phase-s reduction in fp32, then
+//                 the row's threads combine their partials (warp shuffles, then shared
+//                 memory when a row takes more than a warp)
+//   before each   per-row values that the finished reductions make available
+//   stage P       the element loop computes and stores the full-size outputs; lane 0
+//                 stores the per-row outputs
+// With the row in registers the inputs are loaded once and every stage reads the
+// registers; a streamed row is read again from memory (L2) in each stage.
+#include "codegen/row_reduce_emitter.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <set>
+
+#include "codegen/scalar_emit.h"
+#include "ir/error.h"
+
+namespace kiln::codegen {
+
+using ir::Kernel;
+using ir::ScalarKind;
+
+namespace {
+
+constexpr int64_t kWideIndex = int64_t{1} << 31;
+
+class RowReduceEmitter {
+public:
+  explicit RowReduceEmitter(const Kernel& k)
+      : k_(k), c_(k.config), space_(ir::collapse(k)), uniform_(ir::row_uniform(k)) {
+    n_ = space_.dims.back();
+    rows_ = ir::row_count(k);
+    bool wide = k.numel() >= kWideIndex;
+    for (const ir::KernelArg& a : k.args) wide = wide || a.type.numel() >= kWideIndex;
+    idx_ = wide ? "unsigned long long" : "unsigned int";
+    suffix_ = wide ? "ull" : "u";
+    std::set<std::string> taken;
+    for (const ir::KernelArg& a : k.args) {
+      std::string base = a.is_output ? "out_" : "in_";
+      for (char ch : a.name) base += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+      std::string name = base;
+      for (int i = 1; !taken.insert(name).second; ++i) name = fmt::format("{}_{}", base, i);
+      param_.push_back(name);
+    }
+    ready_.assign(k.body.size(), 0);
+    for (size_t id = 0; id < k.body.size(); ++id) {
+      const ir::ScalarOp& op = k.body[id];
+      if (op.kind == ScalarKind::Reduce) {
+        ready_[id] = op.phase + 1;
+        phases_ = std::max(phases_, op.phase + 1);
+        reduce_slot_[static_cast<int>(id)] = num_reduces_++;
+        continue;
+      }
+      for (int x : op.operands) ready_[id] = std::max(ready_[id], ready_[x]);
+    }
+  }
+
+  std::string emit() {
+    std::string s = header();
+    s += signature();
+    s += prologue();
+    if (c_.stream == 0) s += register_loads();
+    for (int stage = 0; stage <= phases_; ++stage) {
+      s += row_values(stage);
+      s += stage < phases_ ? reductions(stage) : final_stores();
+    }
+    s += row_stores();
+    return s + "}\n";
+  }
+
+private:
+  std::string lit(int64_t v) const { return std::to_string(v) + suffix_; }
+  std::string_view storage(int arg) const { return storage_type(k_.args[arg].type.dtype); }
+  std::string vec_type(int arg) const { return fmt::format("kiln_vec<{}, {}>", storage(arg), c_.vec); }
+  bool varying(int arg) const { return space_.arg_strides[arg].back() != 0; }
+  int block() const { return c_.row_threads * c_.rows; }
+
+  std::string header() const {
+    LaunchDims d = row_reduce_launch_dims(k_);
+    std::string s = fmt::format("\n// ---- kernel {}: row_reduce over {}: {} row{} of {} element{} ----\n", k_.name,
+                                shape_str(k_.space()), rows_, rows_ == 1 ? "" : "s", n_, n_ == 1 ? "" : "s");
+    s += "// Fuses:\n";
+    for (const std::string& line : k_.fused_nodes) s += "//   " + line + "\n";
+    s += fmt::format("// Config {}: grid {} x {} threads; {} thread{} per row, {} row{} per block; ", c_.str(),
+                     d.grid[0], d.block[0], c_.row_threads, c_.row_threads == 1 ? "" : "s", c_.rows,
+                     c_.rows == 1 ? "" : "s");
+    s += c_.stream ? "the row is re-read in each phase" : fmt::format("{} elements per thread in registers", c_.elems);
+    return s + fmt::format("; {} reduction phase{}.\n", phases_, phases_ == 1 ? "" : "s");
+  }
+
+  std::string signature() const {
+    std::vector<std::string> params;
+    for (size_t i = 0; i < k_.args.size(); ++i)
+      params.push_back(fmt::format("{}{}* __restrict__ {}", k_.args[i].is_output ? "" : "const ",
+                                   storage(static_cast<int>(i)), param_[i]));
+    return fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}({}) {{\n", block(), k_.name,
+                       fmt::join(params, ", "));
+  }
+
+  // The row index, its coordinates over the collapsed row dims, each argument's row base.
+  std::string prologue() const {
+    std::string s;
+    if (c_.row_threads > 32)
+      s += fmt::format("  __shared__ float kiln_slots[{}][{}];\n", std::max(1, num_reduces_), block() / 32);
+    s += fmt::format("  const unsigned lane = threadIdx.x % {}u;\n", c_.row_threads);
+    s += fmt::format("  const {} row = ({})blockIdx.x * {} + threadIdx.x / {}u;\n", idx_, idx_, lit(c_.rows),
+                     c_.row_threads);
+    s += fmt::format("  const bool active = row < {};\n", lit(rows_));
+    const size_t row_dims = space_.dims.size() - 1;
+    std::vector<bool> used(row_dims, false);
+    auto mark = [&](const std::vector<int64_t>& st) {
+      for (size_t d = 0; d < row_dims; ++d) used[d] = used[d] || st[d] != 0;
+    };
+    for (const auto& st : space_.arg_strides) mark(st);
+    for (const auto& st : space_.index_coeffs) mark(st);
+    // An inactive row (past the end) reads row 0's addresses and stores nothing.
+    s += fmt::format("  {} q = active ? row : {};\n", idx_, lit(0));
+    for (size_t d = row_dims; d-- > 0;) {
+      if (used[d]) s += fmt::format("  const {} c{} = q % {};\n", idx_, d, lit(space_.dims[d]));
+      if (d > 0) s += fmt::format("  q /= {};\n", lit(space_.dims[d]));
+    }
+    s += "  (void)q;\n";
+    for (size_t i = 0; i < k_.args.size(); ++i)
+      s += fmt::format("  const {} base{} = {};\n", idx_, i, row_offset(space_.arg_strides[i]));
+    size_t j = 0;
+    for (size_t id = 0; id < k_.body.size(); ++id)
+      if (k_.body[id].kind == ScalarKind::Index)
+        s += fmt::format("  const {} ibase{} = {};\n", idx_, id, row_offset(space_.index_coeffs[j++]));
+    return s;
+  }
+
+  std::string row_offset(const std::vector<int64_t>& strides) const {
+    std::string s;
+    for (size_t d = 0; d + 1 < strides.size(); ++d) {
+      if (strides[d] == 0) continue;
+      s += s.empty() ? "" : " + ";
+      s += strides[d] == 1 ? fmt::format("c{}", d) : fmt::format("c{} * {}", d, lit(strides[d]));
+    }
+    return s.empty() ? lit(0) : s;
+  }
+
+  // A vector of V elements of input `arg` at column `col` of the row, as `v<arg>`.
+  std::string load_vector(const std::string& in, int arg, const std::string& col) const {
+    int64_t stride = space_.arg_strides[arg].back();
+    if (stride == 1)
+      return fmt::format("{}const {} v{} = *reinterpret_cast<const {}*>({} + base{} + {});\n", in, vec_type(arg), arg,
+                         vec_type(arg), param_[arg], arg, col);
+    // Strided along the row (validate keeps V == 1 then).
+    return fmt::format("{}{} v{};\n{}v{}.v[0] = {}[base{} + ({}) * {}];\n", in, vec_type(arg), arg, in, arg,
+                       param_[arg], arg, col, lit(stride));
+  }
+
+  std::string register_loads() const {
+    std::string s = "  // The row's inputs, kept in registers for every phase.\n";
+    const int steps = c_.elems / c_.vec;
+    std::vector<int> arrays;
+    for (size_t i = 0; i < k_.args.size(); ++i)
+      if (!k_.args[i].is_output && varying(static_cast<int>(i))) arrays.push_back(static_cast<int>(i));
+    if (arrays.empty()) return "";
+    for (int a : arrays)
+      s += fmt::format("  {} a{}[{}];\n", register_type(k_.args[a].type.dtype), a, c_.elems);
+    s += fmt::format("#pragma unroll\n  for (int j = 0; j < {}; ++j) {{\n", steps);
+    s += fmt::format("    const {} col = (({})j * {} + lane) * {};\n", idx_, idx_, lit(c_.row_threads), lit(c_.vec));
+    s += fmt::format("    if (active && col < {}) {{\n", lit(n_));
+    for (int a : arrays) {
+      s += load_vector("      ", a, "col");
+      s += fmt::format("#pragma unroll\n      for (int t = 0; t < {}; ++t) a{}[j * {} + t] = {};\n", c_.vec, a, c_.vec,
+                       load_expr(k_.args[a].type.dtype, fmt::format("v{}.v[t]", a)));
+    }
+    s += "    } else {\n";
+    for (int a : arrays)
+      s += fmt::format("#pragma unroll\n      for (int t = 0; t < {}; ++t) a{}[j * {} + t] = 0;\n", c_.vec, a, c_.vec);
+    return s + "    }\n  }\n";
+  }
+
+  // The expression of op `id` with operands named r<x> (per row) or e<x> (per element).
+  std::string value_expr(size_t id) const {
+    const ir::ScalarOp& op = k_.body[id];
+    auto name = [&](int x) { return fmt::format("{}{}", uniform_[x] ? "r" : "e", x); };
+    switch (op.kind) {
+      case ScalarKind::Load: {
+        if (uniform_[id]) return load_expr(op.dtype, fmt::format("{}[base{}]", param_[op.arg], op.arg));
+        if (c_.stream == 0) return fmt::format("a{}[j * {} + t]", op.arg, c_.vec);
+        return load_expr(op.dtype, fmt::format("v{}.v[t]", op.arg));
+      }
+      case ScalarKind::Const: return const_expr(op.dtype, op.value);
+      case ScalarKind::Index: {
+        int64_t along = op.coeffs.back() == 0 ? 0 : space_index_coeff(id);
+        std::string at = along == 0 ? fmt::format("ibase{}", id)
+                                    : fmt::format("ibase{} + (col + ({})t) * {}", id, idx_, lit(along));
+        return index_expr(op.dtype, at);
+      }
+      case ScalarKind::Op: {
+        std::vector<DType> types;
+        std::vector<std::string> names;
+        for (int x : op.operands) {
+          types.push_back(k_.body[x].dtype);
+          names.push_back(name(x));
+        }
+        return op_expr(op.op, op.attrs, op.dtype, types, names);
+      }
+      case ScalarKind::Store:
+      case ScalarKind::Reduce: break;
+    }
+    throw Error(fmt::format("kernel @{}: op %{} has no value expression", k_.name, id));
+  }
+
+  int64_t space_index_coeff(size_t id) const {
+    size_t j = 0;
+    for (size_t i = 0; i < id; ++i) j += k_.body[i].kind == ScalarKind::Index;
+    return space_.index_coeffs[j].back();
+  }
+
+  // Per-row values that become available at `stage` (loads of per-row inputs, constants,
+  // ops on reductions that have finished).
+  std::string row_values(int stage) const {
+    std::string s;
+    for (size_t id = 0; id < k_.body.size(); ++id) {
+      const ir::ScalarOp& op = k_.body[id];
+      if (!uniform_[id] || ready_[id] != stage || op.kind == ScalarKind::Store || op.kind == ScalarKind::Reduce)
+        continue;
+      s += fmt::format("  const {} r{} = {};\n", register_type(op.dtype), id, value_expr(id));
+    }
+    return s;
+  }
+
+  // The per-element ops that `roots` need, in body order.
+  std::vector<size_t> element_cone(const std::vector<int>& roots) const {
+    std::vector<bool> need(k_.body.size(), false);
+    std::vector<int> stack = roots;
+    while (!stack.empty()) {
+      int x = stack.back();
+      stack.pop_back();
+      if (need[x] || uniform_[x]) continue;
+      need[x] = true;
+      stack.insert(stack.end(), k_.body[x].operands.begin(), k_.body[x].operands.end());
+    }
+    std::vector<size_t> out;
+    for (size_t id = 0; id < need.size(); ++id)
+      if (need[id]) out.push_back(id);
+    return out;
+  }
+
+  // The loop over this thread's vectors of the row; `body` runs per vector with `col`.
+  std::string element_loop(const std::string& body) const {
+    std::string s;
+    if (c_.stream == 0) {
+      s += fmt::format("#pragma unroll\n  for (int j = 0; j < {}; ++j) {{\n", c_.elems / c_.vec);
+      s += fmt::format("    const {} col = (({})j * {} + lane) * {};\n", idx_, idx_, lit(c_.row_threads), lit(c_.vec));
+      s += fmt::format("    if (active && col < {}) {{\n", lit(n_));
+    } else {
+      s += "  if (active) {\n";
+      s += fmt::format("    for ({} col = ({})lane * {}; col < {}; col += {}) {{\n", idx_, idx_, lit(c_.vec), lit(n_),
+                       lit(int64_t{c_.row_threads} * c_.vec));
+    }
+    return s + body + "    }\n  }\n";
+  }
+
+  // Loads (streamed rows) and the per-element ops of `cone`, inside the loop over t.
+  std::string element_ops(const std::vector<size_t>& cone, const std::string& in) const {
+    std::string s;
+    for (size_t id : cone) {
+      if (k_.body[id].kind == ScalarKind::Store) continue;
+      s += fmt::format("{}const {} e{} = {};\n", in, register_type(k_.body[id].dtype), id, value_expr(id));
+    }
+    return s;
+  }
+
+  std::string stream_loads(const std::vector<size_t>& cone, const std::string& in) const {
+    if (c_.stream == 0) return "";
+    std::set<int> args;
+    for (size_t id : cone)
+      if (k_.body[id].kind == ScalarKind::Load) args.insert(k_.body[id].arg);
+    std::string s;
+    for (int a : args) s += load_vector(in, a, "col");
+    return s;
+  }
+
+  static std::string identity(ir::OpKind op) {
+    if (op == ir::OpKind::ReduceMax) return "__int_as_float(0xff800000)";  // -inf
+    if (op == ir::OpKind::ReduceMin) return "__int_as_float(0x7f800000)";  // +inf
+    return "0.0f";
+  }
+  static std::string combiner(ir::OpKind op) {
+    return op == ir::OpKind::ReduceMax ? "max" : op == ir::OpKind::ReduceMin ? "min" : "sum";
+  }
+  static std::string combine(ir::OpKind op, const std::string& acc, const std::string& v) {
+    if (op == ir::OpKind::ReduceMax) return fmt::format("kiln_max({}, {})", acc, v);
+    if (op == ir::OpKind::ReduceMin) return fmt::format("kiln_min({}, {})", acc, v);
+    return fmt::format("{} + {}", acc, v);
+  }
+
+  std::string reductions(int phase) const {
+    std::vector<int> reduces, operands;
+    for (size_t id = 0; id < k_.body.size(); ++id)
+      if (k_.body[id].kind == ScalarKind::Reduce && k_.body[id].phase == phase) {
+        reduces.push_back(static_cast<int>(id));
+        operands.push_back(k_.body[id].operands[0]);
+      }
+    std::string s = fmt::format("  // Phase {}: accumulate in fp32, then across the row's threads.\n", phase);
+    for (int r : reduces) s += fmt::format("  float acc{} = {};\n", r, identity(k_.body[r].op));
+    std::vector<size_t> cone = element_cone(operands);
+    const std::string in = "        ";
+    std::string body = stream_loads(cone, "      ");
+    body += fmt::format("#pragma unroll\n      for (int t = 0; t < {}; ++t) {{\n", c_.vec);
+    body += element_ops(cone, in);
+    for (int r : reduces) {
+      int x = k_.body[r].operands[0];
+      std::string v = fmt::format("{}{}", uniform_[x] ? "r" : "e", x);
+      body += fmt::format("{}acc{} = {};\n", in, r, combine(k_.body[r].op, fmt::format("acc{}", r), v));
+    }
+    body += "      }\n";
+    s += element_loop(body);
+    for (int r : reduces) {
+      const std::string comb = combiner(k_.body[r].op);
+      if (c_.row_threads > 32)
+        s += fmt::format("  acc{} = kiln_block_{}<{}>(acc{}, kiln_slots[{}]);\n", r, comb, c_.row_threads, r,
+                         reduce_slot_.at(r));
+      else if (c_.row_threads > 1)
+        s += fmt::format("  acc{} = kiln_warp_{}<{}>(acc{});\n", r, comb, c_.row_threads, r);
+      std::string value = fmt::format("acc{}", r);
+      if (k_.body[r].op == ir::OpKind::ReduceMean) value = fmt::format("acc{} / {}", r, const_expr(DType::f32, n_));
+      s += fmt::format("  const float r{} = {};\n", r, value);
+    }
+    return s;
+  }
+
+  std::string final_stores() const {
+    std::vector<int> stores, values;
+    for (size_t id = 0; id < k_.body.size(); ++id) {
+      const ir::ScalarOp& op = k_.body[id];
+      if (op.kind == ScalarKind::Store && k_.args[op.arg].type.shape == k_.space()) {
+        stores.push_back(static_cast<int>(id));
+        values.push_back(op.operands[0]);
+      }
+    }
+    if (stores.empty()) return "";
+    std::vector<size_t> cone = element_cone(values);
+    const std::string in = "        ";
+    std::string body = stream_loads(cone, "      ");
+    for (int st : stores) body += fmt::format("      {} w{};\n", vec_type(k_.body[st].arg), st);
+    body += fmt::format("#pragma unroll\n      for (int t = 0; t < {}; ++t) {{\n", c_.vec);
+    body += element_ops(cone, in);
+    for (int st : stores) {
+      const ir::ScalarOp& op = k_.body[st];
+      int x = op.operands[0];
+      body += fmt::format("{}w{}.v[t] = {};\n", in, st,
+                          store_expr(op.dtype, fmt::format("{}{}", uniform_[x] ? "r" : "e", x)));
+    }
+    body += "      }\n";
+    for (int st : stores) {
+      int a = k_.body[st].arg;
+      body += fmt::format("      *reinterpret_cast<{}*>({} + base{} + col) = w{};\n", vec_type(a), param_[a], a, st);
+    }
+    return "  // The full-size outputs.\n" + element_loop(body);
+  }
+
+  std::string row_stores() const {
+    std::string s;
+    for (size_t id = 0; id < k_.body.size(); ++id) {
+      const ir::ScalarOp& op = k_.body[id];
+      if (op.kind != ScalarKind::Store || k_.args[op.arg].type.shape == k_.space()) continue;
+      s += fmt::format("    {}[base{}] = {};\n", param_[op.arg], op.arg,
+                       store_expr(op.dtype, fmt::format("r{}", op.operands[0])));
+    }
+    return s.empty() ? "" : "  if (active && lane == 0) {\n" + s + "  }\n";
+  }
+
+  const Kernel& k_;
+  const ir::TileConfig& c_;
+  ir::CollapsedSpace space_;
+  std::vector<bool> uniform_;
+  std::vector<int> ready_;  // per op: the stage from which its value exists
+  std::map<int, int> reduce_slot_;
+  int num_reduces_ = 0;
+  int phases_ = 0;
+  int64_t n_ = 0, rows_ = 0;
+  std::string idx_, suffix_;
+  std::vector<std::string> param_;
+};
+
+}  // namespace
+
+LaunchDims row_reduce_launch_dims(const Kernel& k) {
+  const ir::TileConfig& c = k.config;
+  if (c.row_threads <= 0 || c.rows <= 0) throw Error(fmt::format("kernel @{} has no row tile config", k.name));
+  LaunchDims d;
+  d.grid[0] = static_cast<unsigned>((ir::row_count(k) + c.rows - 1) / c.rows);
+  d.block[0] = static_cast<unsigned>(c.row_threads * c.rows);
+  return d;
+}
+
+std::string emit_row_reduce(const Kernel& k) {
+  ir::verify(k);
+  ir::validate(k, k.config);
+  return RowReduceEmitter(k).emit();
+}
+
+}  // namespace kiln::codegen

@@ -1,0 +1,27 @@
+// Row-reduce grouping for the `fuse` pass: each reduction along the innermost axis
+// takes its element-wise producers (prologue), the element-wise consumers that combine
+// the reduced value with the row (epilogue) and the later reductions of the same rows
+// (softmax's sum of exp(x - max), LayerNorm's variance) into one kernel group.
+#pragma once
+#include <set>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace kiln::passes {
+
+struct RowGroup {
+  Shape rows;                       // the row space [rows..., N]
+  std::set<const ir::Node*> nodes;  // computed inside; constants and views may be shared
+};
+
+// The row-reduce groups of a graph without groups, in the order of their first
+// reduction. A node that computes (element-wise op or reduction) joins at most one
+// group; constants and views may appear in several (fuse copies them). Every group
+// passes build_row_reduce and reads nothing that depends on what it computes.
+std::vector<RowGroup> plan_row_groups(const ir::Graph& g);
+
+// Whether a node is free to copy (a constant, iota or view).
+bool is_free_node(const ir::Node& n);
+
+}  // namespace kiln::passes

@@ -1,0 +1,271 @@
+// The autotuner's sweep: parallel compiles, then on the GPU one checked run and a
+// timing per candidate. See autotuner.h.
+#include "runtime/autotuner.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "ir/compare.h"
+#include "ir/error.h"
+#include "ir/interpreter.h"
+#include "ir/tile_config.h"
+#include "runtime/compile_cache.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/device.h"
+#include "runtime/device_buffer.h"
+#include "runtime/knobs.h"
+#include "runtime/thread_pool.h"
+#include "runtime/timer.h"
+
+namespace kiln::runtime {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr int kMaxInputSets = 8;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// Without a GPU (dry runs) the arch comes from the caller or KILN_ARCH, else sm_90a.
+std::string tuning_arch(const TuneOptions& options) {
+  if (!options.arch.empty()) return options.arch;
+  if (auto a = knobs::arch()) return *a;
+  return gpu_available() ? default_arch() : "sm_90a";
+}
+
+// Errors a launch raises when the config asks for more than the GPU has; they leave
+// the context usable, so the sweep goes on with the candidate scored as infinity.
+bool is_out_of_resources(const std::string& message) {
+  return message.find("OUT_OF_RESOURCES") != std::string::npos ||
+         message.find("CUDA_ERROR_INVALID_VALUE") != std::string::npos;
+}
+
+// Input and output buffers for one set of the kernel's arguments, and the pointer
+// array cuLaunchKernel wants.
+struct ArgSet {
+  std::vector<DeviceBuffer> buffers;  // per kernel argument
+  std::vector<CUdeviceptr> ptrs;
+  std::vector<void*> launch_args;
+
+  ArgSet(const ir::Kernel& k, const std::vector<HostTensor>& inputs) {
+    size_t next_input = 0;
+    for (const ir::KernelArg& a : k.args) {
+      buffers.emplace_back(static_cast<size_t>(a.type.bytes()));
+      if (!a.is_output) {
+        auto bytes = inputs.at(next_input++).to_bytes();
+        buffers.back().upload(bytes.data(), bytes.size());
+      }
+    }
+    for (const DeviceBuffer& b : buffers) ptrs.push_back(b.ptr());
+    for (CUdeviceptr& p : ptrs) launch_args.push_back(&p);
+  }
+};
+
+// Runs `b` once on set 0 with poisoned outputs and compares every output with the
+// reference. Returns the comparisons' text; sets `passed`.
+std::string check_outputs(const ir::Kernel& k, CUfunction fn, const CandidateBuild& b, ArgSet& set,
+                          const KernelReference& ref, bool& passed) {
+  for (size_t i = 0; i < k.args.size(); ++i)
+    if (k.args[i].is_output) set.buffers[i].fill_bytes(0xFF);  // NaN in every float dtype
+  launch_kernel(fn, Dim3{b.launch.grid[0], b.launch.grid[1], b.launch.grid[2]},
+                Dim3{b.launch.block[0], b.launch.block[1], b.launch.block[2]}, b.launch.shared_bytes,
+                set.launch_args, k.name);
+  Device::get().synchronize();
+  passed = true;
+  std::string text;
+  size_t next_output = 0;
+  for (size_t i = 0; i < k.args.size(); ++i) {
+    if (!k.args[i].is_output) continue;
+    std::vector<std::byte> bytes(static_cast<size_t>(k.args[i].type.bytes()));
+    set.buffers[i].download(bytes.data(), bytes.size());
+    Comparison c = compare(HostTensor::from_bytes(k.args[i].type, bytes.data()), ref.outputs.at(next_output++));
+    passed = passed && c.passed;
+    text += (text.empty() ? "" : "; ") + c.str();
+  }
+  return text;
+}
+
+}  // namespace
+
+double kernel_bytes(const ir::Kernel& k) {
+  double bytes = 0;
+  for (const ir::KernelArg& a : k.args) bytes += static_cast<double>(a.type.bytes());
+  return bytes;
+}
+
+std::vector<CandidateBuild> compile_candidates(const ir::Kernel& k, const std::string& arch, int threads,
+                                               double deadline_s) {
+  const Clock::time_point start = Clock::now();
+  std::vector<ir::TileConfig> configs = ir::candidates(k);
+  std::vector<CandidateBuild> builds(configs.size());
+  parallel_for(configs.size(), threads, [&](size_t i) {
+    CandidateBuild& b = builds[i];
+    b.trial.config = configs[i];
+    b.trial.median_ms = kInf;
+    if (deadline_s > 0 && seconds_since(start) > deadline_s) {
+      b.trial.status = TrialStatus::OverBudget;
+      return;
+    }
+    ir::Kernel variant = k;
+    variant.config = configs[i];
+    try {
+      ir::validate(variant, variant.config);  // an illegal config never reaches NVRTC
+      b.source = codegen::emit_cuda(variant);
+      b.launch = codegen::launch_dims(variant);
+      b.binary = CompileCache::global().compile(b.source, k.name, CompileOptions{arch, {}});
+      b.trial.compile_ms = b.binary.compile_ms;
+    } catch (const Error& e) {
+      b.trial.status = TrialStatus::CompileFailed;
+      b.trial.detail = e.what();
+    }
+  });
+  return builds;
+}
+
+std::vector<KernelReference> kernel_references(const ir::Graph& g, const std::vector<ir::Kernel>& kernels,
+                                               uint64_t seed) {
+  ir::Graph probe = g.clone();
+  std::map<int, ir::Value*> by_id;
+  for (ir::Value* v : probe.inputs()) by_id[v->id] = v;
+  for (ir::Node* n : probe.nodes()) by_id[n->result->id] = n->result;
+  // Every tensor a kernel touches becomes an output of the probe graph, once.
+  std::map<int, size_t> slot;
+  std::vector<ir::Value*> outputs;
+  for (const ir::Kernel& k : kernels)
+    for (const ir::KernelArg& a : k.args) {
+      if (slot.count(a.value_id)) continue;
+      auto it = by_id.find(a.value_id);
+      if (it == by_id.end())
+        throw Error(fmt::format("kernel @{}: argument %{} is no value of graph '{}'", k.name, a.name, g.name()));
+      slot[a.value_id] = outputs.size();
+      outputs.push_back(it->second);
+    }
+  probe.set_outputs(outputs);
+  std::vector<HostTensor> inputs;
+  for (size_t i = 0; i < probe.inputs().size(); ++i)
+    inputs.push_back(random_tensor(probe.inputs()[i]->type, seed * 1000003 + i));
+  std::vector<HostTensor> values = ir::evaluate(probe, inputs);
+
+  std::vector<KernelReference> refs;
+  for (const ir::Kernel& k : kernels) {
+    KernelReference r;
+    for (const ir::KernelArg& a : k.args) (a.is_output ? r.outputs : r.inputs).push_back(values[slot.at(a.value_id)]);
+    refs.push_back(std::move(r));
+  }
+  return refs;
+}
+
+TuneResult dry_run_kernel(const ir::Kernel& k, const TuneOptions& options) {
+  const Clock::time_point start = Clock::now();
+  TuneResult r;
+  r.kernel = k;
+  r.key = current_key(k);
+  r.key.arch = tuning_arch(options);
+  r.bytes = kernel_bytes(k);
+  for (CandidateBuild& b : compile_candidates(k, r.key.arch, options.compile_threads, options.max_seconds)) {
+    if (b.trial.status == TrialStatus::NotTimed) b.trial.detail = b.binary.from_cache ? "cached" : "";
+    r.trials.push_back(std::move(b.trial));
+  }
+  r.wall_s = seconds_since(start);
+  return r;
+}
+
+TuneResult tune_kernel(const ir::Kernel& k, const KernelReference& ref, const TuneOptions& options) {
+  std::string why;
+  if (!gpu_available(&why))
+    throw Error(fmt::format("kernel @{}: tuning needs a GPU ({}); `kiln tune --dry-run` compiles the candidates "
+                            "without one",
+                            k.name, why));
+  const Clock::time_point start = Clock::now();
+  Device& device = Device::get();
+  TuneResult r;
+  r.kernel = k;
+  r.key = current_key(k);
+  r.key.arch = options.arch.empty() ? default_arch() : options.arch;
+  r.bytes = kernel_bytes(k);
+  std::vector<CandidateBuild> builds = compile_candidates(k, r.key.arch, options.compile_threads, options.max_seconds);
+
+  // Several input sets when one fits in L2 many times over, so that timed runs read
+  // from memory rather than from the cache; set 0 holds the reference's inputs.
+  const double l2 = static_cast<double>(device.l2_bytes());
+  const int sets = std::clamp(static_cast<int>(std::ceil(2 * l2 / std::max(r.bytes, 1.0))), 1, kMaxInputSets);
+  std::vector<ArgSet> arg_sets;
+  arg_sets.emplace_back(k, ref.inputs);
+  for (int s = 1; s < sets; ++s) {
+    std::vector<HostTensor> inputs;
+    for (const ir::KernelArg& a : k.args)
+      if (!a.is_output) inputs.push_back(random_tensor(a.type, 7919u * static_cast<uint64_t>(s) + inputs.size()));
+    arg_sets.emplace_back(k, inputs);
+  }
+
+  double best_ms = kInf;
+  for (CandidateBuild& b : builds) {
+    Trial& t = b.trial;
+    if (t.status != TrialStatus::NotTimed) {
+      r.trials.push_back(t);
+      continue;
+    }
+    if (options.max_seconds > 0 && seconds_since(start) > options.max_seconds) {
+      t.status = TrialStatus::OverBudget;
+      r.trials.push_back(t);
+      continue;
+    }
+    try {
+      Module module(b.binary.cubin.data(), b.binary.cubin.size(), k.name);
+      CUfunction fn = module.function(k.name);
+      bool passed = false;
+      t.detail = check_outputs(k, fn, b, arg_sets[0], ref, passed);
+      if (!passed) {
+        t.status = TrialStatus::CheckFailed;
+      } else {
+        size_t turn = 0;
+        const Dim3 grid{b.launch.grid[0], b.launch.grid[1], b.launch.grid[2]};
+        const Dim3 block{b.launch.block[0], b.launch.block[1], b.launch.block[2]};
+        auto launch = [&] {
+          launch_kernel(fn, grid, block, b.launch.shared_bytes, arg_sets[turn++ % arg_sets.size()].launch_args,
+                        k.name);
+        };
+        double first = time_kernel_ms(launch, options.warmup, 1);
+        if (first > options.early_stop * best_ms) {
+          t.status = TrialStatus::StoppedEarly;
+          t.median_ms = first;
+        } else {
+          t.median_ms = time_kernel_ms(launch, 0, options.reps);
+          t.status = TrialStatus::Ok;
+          best_ms = std::min(best_ms, t.median_ms);
+        }
+      }
+    } catch (const Error& e) {
+      device.synchronize();  // throws when the context is lost: then the sweep cannot go on
+      if (!is_out_of_resources(e.what())) throw;
+      t.status = TrialStatus::OutOfResources;
+      t.median_ms = kInf;
+      t.detail = e.what();
+    }
+    r.trials.push_back(t);
+  }
+  r.best = choose_best(r.trials);
+  if (r.best >= 0) r.kernel.config = r.trials[static_cast<size_t>(r.best)].config;
+  r.wall_s = seconds_since(start);
+  return r;
+}
+
+TuningRecord to_record(const TuneResult& r) {
+  if (r.best < 0) throw Error(fmt::format("kernel @{}: no candidate passed its check; nothing to record", r.kernel.name));
+  TuningRecord rec;
+  rec.key = r.key;
+  ir::Kernel bare = r.kernel;
+  bare.config = ir::TileConfig{};
+  rec.kernel = ir::print(bare);
+  rec.trials = r.trials;
+  rec.chosen = r.kernel.config;
+  return rec;
+}
+
+}  // namespace kiln::runtime
