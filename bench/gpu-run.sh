@@ -15,4 +15,15 @@ for f in bench/cases/*.kiln; do
   echo "== kiln run $f --bench" | tee -a "$out/bench.log"
   build/bin/kiln run "$f" --bench 2>&1 | tee -a "$out/bench.log" || status=1
 done
+# The autotuner's speed: one sweep of every legal config of a softmax kernel, wall time
+# with compiles (the compile cache is emptied first so that NVRTC really runs).
+rm -rf "$KILN_CACHE_DIR"
+export KILN_TUNE_DB="$out/tuning.json"
+for f in bench/tune/*.kiln; do
+  echo "== kiln tune $f" | tee -a "$out/tune.log"
+  start=$(date +%s%N)
+  build/bin/kiln tune "$f" --csv "$out/tune.csv" 2>&1 | tee -a "$out/tune.log" || status=1
+  echo "tune wall time: $(( ($(date +%s%N) - start) / 1000000 )) ms" | tee -a "$out/tune.log"
+  build/bin/kiln run "$f" --bench 2>&1 | tee -a "$out/tune.log" || status=1
+done
 exit $status
