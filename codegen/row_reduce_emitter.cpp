@@ -199,6 +199,10 @@ private:
         return index_expr(op.dtype, at);
       }
       case ScalarKind::Op: {
+        // A per-element value divided by a per-row value: multiply by the row's
+        // reciprocal, computed once (row_values); a division costs ten instructions
+        // per element, which a softmax at full bandwidth cannot afford.
+        if (divides_by_row_value(id)) return fmt::format("({} * rinv{})", name(op.operands[0]), op.operands[1]);
         std::vector<DType> types;
         std::vector<std::string> names;
         for (int x : op.operands) {
@@ -219,6 +223,24 @@ private:
     return space_.index_coeffs[j].back();
   }
 
+  // True when op `id` is a floating-point division of a per-element value by a per-row one.
+  bool divides_by_row_value(size_t id) const {
+    const ir::ScalarOp& op = k_.body[id];
+    return op.kind == ScalarKind::Op && op.op == ir::OpKind::Div && is_float(op.dtype) && !uniform_[id] &&
+           uniform_[op.operands[1]];
+  }
+
+  // The per-row values used as divisors by per-element ops.
+  bool is_row_divisor(size_t x) const {
+    for (size_t id = 0; id < k_.body.size(); ++id)
+      if (divides_by_row_value(id) && static_cast<size_t>(k_.body[id].operands[1]) == x) return true;
+    return false;
+  }
+
+  std::string reciprocal_of(size_t x) const {
+    return is_row_divisor(x) ? fmt::format("  const float rinv{} = 1.0f / (float)r{};\n", x, x) : "";
+  }
+
   // Per-row values that become available at `stage` (loads of per-row inputs, constants,
   // ops on reductions that have finished).
   std::string row_values(int stage) const {
@@ -228,6 +250,7 @@ private:
       if (!uniform_[id] || ready_[id] != stage || op.kind == ScalarKind::Store || op.kind == ScalarKind::Reduce)
         continue;
       s += fmt::format("  const {} r{} = {};\n", register_type(op.dtype), id, value_expr(id));
+      s += reciprocal_of(id);
     }
     return s;
   }
@@ -329,6 +352,7 @@ private:
       std::string value = fmt::format("acc{}", r);
       if (k_.body[r].op == ir::OpKind::ReduceMean) value = fmt::format("acc{} / {}", r, const_expr(DType::f32, n_));
       s += fmt::format("  const float r{} = {};\n", r, value);
+      s += reciprocal_of(static_cast<size_t>(r));
     }
     return s;
   }

@@ -74,7 +74,15 @@ constexpr Helper kHelpers[] = {
     {"kiln_abs_i32",
      "static __device__ __forceinline__ int kiln_abs_i32(int a) { return a < 0 ? kiln_sat_i32(-(long long)a) : a; }\n"},
     {"kiln_max",  // NaN-propagating, as torch.maximum
-     "static __device__ __forceinline__ float kiln_max(float a, float b) { return (a != a || a > b) ? a : b; }\n"},
+     "static __device__ __forceinline__ float kiln_max(float a, float b) {\n"
+     "#if __CUDA_ARCH__ >= 800\n"
+     "  float r;  // one instruction that propagates NaN\n"
+     "  asm(\"max.NaN.f32 %0, %1, %2;\" : \"=f\"(r) : \"f\"(a), \"f\"(b));\n"
+     "  return r;\n"
+     "#else\n"
+     "  return (a != a || a > b) ? a : b;\n"
+     "#endif\n"
+     "}\n"},
     {"kiln_min",
      "static __device__ __forceinline__ float kiln_min(float a, float b) { return (a != a || a < b) ? a : b; }\n"},
     // Row reductions: butterfly shuffles over W lanes (every lane ends with the same
