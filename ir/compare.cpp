@@ -18,14 +18,21 @@ double default_rel_l2_bound(DType t) {
   return 0;
 }
 
-Comparison compare(const HostTensor& got, const HostTensor& want, double bound) {
-  if (got.type != want.type)
-    throw Error(fmt::format("compare: types differ ({} vs {})", got.type.str(), want.type.str()));
-  Comparison c;
-  c.bound = bound >= 0 ? bound : default_rel_l2_bound(want.type.dtype);
-  double diff2 = 0, ref2 = 0;
-  for (size_t i = 0; i < want.values.size(); ++i) {
-    double g = got.values[i], w = want.values[i];
+void CompareSums::merge(const CompareSums& o) {
+  diff2 += o.diff2;
+  ref2 += o.ref2;
+  max_abs = std::max(max_abs, o.max_abs);
+  bad_nonfinite += o.bad_nonfinite;
+  mismatches += o.mismatches;
+}
+
+namespace {
+
+template <class Got>
+CompareSums accumulate(const Got& got_at, const HostTensor& want, size_t begin, size_t end) {
+  CompareSums c;
+  for (size_t i = begin; i < end; ++i) {
+    double g = got_at(i), w = want.values[i];
     if (!std::isfinite(w)) {
       // The reference itself is NaN or Inf (e.g. log of a negative): the same class passes.
       bool same = (std::isnan(w) && std::isnan(g)) || g == w;
@@ -37,17 +44,40 @@ Comparison compare(const HostTensor& got, const HostTensor& want, double bound) 
       continue;
     }
     if (g != w) ++c.mismatches;
-    diff2 += (g - w) * (g - w);
-    ref2 += w * w;
+    c.diff2 += (g - w) * (g - w);
+    c.ref2 += w * w;
     c.max_abs = std::max(c.max_abs, std::fabs(g - w));
   }
-  c.rel_l2 = ref2 > 0 ? std::sqrt(diff2 / ref2) : std::sqrt(diff2);
+  return c;
+}
+
+}  // namespace
+
+CompareSums compare_range(const void* got, const HostTensor& want, size_t begin, size_t end) {
+  const DType t = want.type.dtype;
+  return accumulate([&](size_t i) { return decode_element(t, got, i); }, want, begin, end);
+}
+
+Comparison finish_comparison(const CompareSums& s, const HostTensor& want, double bound) {
+  Comparison c;
+  c.bound = bound >= 0 ? bound : default_rel_l2_bound(want.type.dtype);
+  c.max_abs = s.max_abs;
+  c.bad_nonfinite = s.bad_nonfinite;
+  c.mismatches = s.mismatches;
+  c.rel_l2 = s.ref2 > 0 ? std::sqrt(s.diff2 / s.ref2) : std::sqrt(s.diff2);
   DType t = want.type.dtype;
   if (t == DType::i32) c.passed = c.mismatches == 0;
   else if (t == DType::i1) c.passed = static_cast<double>(c.mismatches) <= c.bound * static_cast<double>(want.values.size());
   else c.passed = c.rel_l2 <= c.bound;
   c.passed = c.passed && c.bad_nonfinite == 0;
   return c;
+}
+
+Comparison compare(const HostTensor& got, const HostTensor& want, double bound) {
+  if (got.type != want.type)
+    throw Error(fmt::format("compare: types differ ({} vs {})", got.type.str(), want.type.str()));
+  CompareSums s = accumulate([&](size_t i) { return got.values[i]; }, want, 0, want.values.size());
+  return finish_comparison(s, want, bound);
 }
 
 std::string Comparison::str() const {

@@ -20,7 +20,17 @@ struct Comparison {
   std::string str() const;   // "rel_l2 3.1e-04 (bound 1e-02), max_abs 2.0e-03, nan/inf 0: ok"
 };
 
+// The sums a comparison is made of, over a range of elements; ranges merge.
+struct CompareSums {
+  double diff2 = 0, ref2 = 0, max_abs = 0;
+  int64_t bad_nonfinite = 0, mismatches = 0;
+  void merge(const CompareSums& o);
+};
+
 double default_rel_l2_bound(DType t);
+// Elements [begin, end) of `got`, a packed device buffer of want's type, against `want`.
+CompareSums compare_range(const void* got, const HostTensor& want, size_t begin, size_t end);
+Comparison finish_comparison(const CompareSums& sums, const HostTensor& want, double bound = -1);
 // `bound` < 0 means the dtype's default.
 Comparison compare(const HostTensor& got, const HostTensor& want, double bound = -1);
 

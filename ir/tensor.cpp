@@ -25,18 +25,21 @@ std::vector<std::byte> HostTensor::to_bytes() const {
   return out;
 }
 
+double decode_element(DType t, const void* data, size_t i) {
+  const auto* p = static_cast<const std::byte*>(data);
+  switch (t) {
+    case DType::f32: { float f; std::memcpy(&f, p + 4 * i, 4); return f; }
+    case DType::f16: { uint16_t b; std::memcpy(&b, p + 2 * i, 2); return half_bits_to_float(b); }
+    case DType::bf16: { uint16_t b; std::memcpy(&b, p + 2 * i, 2); return bf16_bits_to_float(b); }
+    case DType::i32: { int32_t n; std::memcpy(&n, p + 4 * i, 4); return n; }
+    case DType::i1: return p[i] != std::byte{0} ? 1.0 : 0.0;
+  }
+  return 0;
+}
+
 HostTensor HostTensor::from_bytes(const TensorType& t, const void* data) {
   HostTensor h(t);
-  const auto* p = static_cast<const std::byte*>(data);
-  for (size_t i = 0; i < h.values.size(); ++i) {
-    switch (t.dtype) {
-      case DType::f32: { float f; std::memcpy(&f, p + 4 * i, 4); h.values[i] = f; break; }
-      case DType::f16: { uint16_t b; std::memcpy(&b, p + 2 * i, 2); h.values[i] = half_bits_to_float(b); break; }
-      case DType::bf16: { uint16_t b; std::memcpy(&b, p + 2 * i, 2); h.values[i] = bf16_bits_to_float(b); break; }
-      case DType::i32: { int32_t n; std::memcpy(&n, p + 4 * i, 4); h.values[i] = n; break; }
-      case DType::i1: h.values[i] = p[i] != std::byte{0} ? 1.0 : 0.0; break;
-    }
-  }
+  for (size_t i = 0; i < h.values.size(); ++i) h.values[i] = decode_element(t.dtype, data, i);
   return h;
 }
 

@@ -23,6 +23,9 @@ struct HostTensor {
   static HostTensor from_bytes(const TensorType& t, const void* data);
 };
 
+// Element `i` of a packed device buffer of dtype `t`, as a double.
+double decode_element(DType t, const void* data, size_t i);
+
 // Random values that are never zero: uniform in [-1, -0.1] U [0.1, 1] for
 // floats, in [-9, -1] U [1, 9] for i32, and random 0/1 for i1. Deterministic in `seed`.
 HostTensor random_tensor(const TensorType& t, uint64_t seed);

@@ -70,7 +70,7 @@ struct ArgSet {
 // Runs `b` once on set 0 with poisoned outputs and compares every output with the
 // reference. Returns the comparisons' text; sets `passed`.
 std::string check_outputs(const ir::Kernel& k, CUfunction fn, const CandidateBuild& b, ArgSet& set,
-                          const KernelReference& ref, bool& passed) {
+                          const KernelReference& ref, int check_threads, bool& passed) {
   for (size_t i = 0; i < k.args.size(); ++i)
     if (k.args[i].is_output) set.buffers[i].fill_bytes(0xFF);  // NaN in every float dtype
   launch_kernel(fn, Dim3{b.launch.grid[0], b.launch.grid[1], b.launch.grid[2]},
@@ -84,7 +84,17 @@ std::string check_outputs(const ir::Kernel& k, CUfunction fn, const CandidateBui
     if (!k.args[i].is_output) continue;
     std::vector<std::byte> bytes(static_cast<size_t>(k.args[i].type.bytes()));
     set.buffers[i].download(bytes.data(), bytes.size());
-    Comparison c = compare(HostTensor::from_bytes(k.args[i].type, bytes.data()), ref.outputs.at(next_output++));
+    // The check runs once per candidate over every element: split it across threads
+    // (a single-threaded check of 2^25 outputs took longer than the whole sweep should).
+    const HostTensor& want = ref.outputs.at(next_output++);
+    const size_t n = want.values.size(), chunk = std::max<size_t>(size_t{1} << 16, n / 64 + 1);
+    std::vector<CompareSums> parts((n + chunk - 1) / chunk);
+    parallel_for(parts.size(), check_threads, [&](size_t p) {
+      parts[p] = compare_range(bytes.data(), want, p * chunk, std::min(n, (p + 1) * chunk));
+    });
+    CompareSums sums;
+    for (const CompareSums& part : parts) sums.merge(part);
+    Comparison c = finish_comparison(sums, want);
     passed = passed && c.passed;
     text += (text.empty() ? "" : "; ") + c.str();
   }
@@ -220,7 +230,7 @@ TuneResult tune_kernel(const ir::Kernel& k, const KernelReference& ref, const Tu
       Module module(b.binary.cubin.data(), b.binary.cubin.size(), k.name);
       CUfunction fn = module.function(k.name);
       bool passed = false;
-      t.detail = check_outputs(k, fn, b, arg_sets[0], ref, passed);
+      t.detail = check_outputs(k, fn, b, arg_sets[0], ref, options.compile_threads, passed);
       if (!passed) {
         t.status = TrialStatus::CheckFailed;
       } else {
