@@ -221,7 +221,8 @@ TuneResult tune_kernel(const ir::Kernel& k, const KernelReference& ref, const Tu
       r.trials.push_back(t);
       continue;
     }
-    if (options.max_seconds > 0 && seconds_since(start) > options.max_seconds) {
+    // Past the budget, stop once some candidate has a time: a sweep always has a pick.
+    if (options.max_seconds > 0 && best_ms < kInf && seconds_since(start) > options.max_seconds) {
       t.status = TrialStatus::OverBudget;
       r.trials.push_back(t);
       continue;
