@@ -3,6 +3,8 @@
 // dtype, broadcasts, views, and sizes from 1 element to past 2^31.
 #include <gtest/gtest.h>
 
+#include "codegen_test_util.h"
+
 #include <fmt/format.h>
 
 #include <limits>
@@ -32,21 +34,9 @@ std::vector<ir::Kernel> kernels_of(const std::string& text, const std::string& p
 
 std::string source_of(const std::string& text) { return codegen::emit_cuda(kernels_of(text)); }
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
-// Compiles `kernels` as one program for both targets; NVRTC must not even warn.
-void expect_compiles(const std::vector<ir::Kernel>& kernels, const std::string& name) {
-  std::string source = codegen::emit_cuda(kernels);
-  for (const char* arch : {"sm_90a", "sm_80"}) {
-    try {
-      runtime::CompileResult r = runtime::compile_cuda(source, name, runtime::CompileOptions{arch, {}});
-      EXPECT_FALSE(r.cubin.empty()) << arch;
-      EXPECT_FALSE(contains(r.log, "warning")) << arch << "\n" << r.log << "\n" << source;
-    } catch (const Error& e) {
-      ADD_FAILURE() << arch << ": " << e.what() << "\n" << source;
-    }
-  }
-}
+using test::contains;
+using test::expect_compiles;
 
 void append(std::vector<ir::Kernel>& to, std::vector<ir::Kernel> more) {
   for (ir::Kernel& k : more) to.push_back(std::move(k));

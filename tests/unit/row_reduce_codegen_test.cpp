@@ -4,6 +4,8 @@
 // a block per row, streamed rows) and for each kind of tile config.
 #include <gtest/gtest.h>
 
+#include "codegen_test_util.h"
+
 #include <sstream>
 
 #include "codegen/emit.h"
@@ -26,20 +28,9 @@ std::vector<ir::Kernel> kernels_of(const std::string& text, const std::string& p
   return ks;
 }
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
-void expect_compiles(const std::vector<ir::Kernel>& kernels, const std::string& name) {
-  std::string source = codegen::emit_cuda(kernels);
-  for (const char* arch : {"sm_90a", "sm_80"}) {
-    try {
-      runtime::CompileResult r = runtime::compile_cuda(source, name, runtime::CompileOptions{arch, {}});
-      EXPECT_FALSE(r.cubin.empty()) << arch;
-      EXPECT_FALSE(contains(r.log, "warning")) << arch << "\n" << r.log << "\n" << source;
-    } catch (const Error& e) {
-      ADD_FAILURE() << arch << ": " << e.what() << "\n" << source;
-    }
-  }
-}
+using test::contains;
+using test::expect_compiles;
 
 std::string source_of(const std::string& text) { return codegen::emit_cuda(kernels_of(text, "t")); }
 

@@ -1,0 +1,31 @@
+// Shared by the codegen tests: generated CUDA must compile through NVRTC, for the
+// H200 (sm_90a) and for sm_80, without a single warning.
+#pragma once
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "codegen/emit.h"
+#include "ir/error.h"
+#include "runtime/nvrtc.h"
+
+namespace kiln::test {
+
+inline bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// Compiles `kernels` as one program for both targets; NVRTC must not even warn.
+inline void expect_compiles(const std::vector<ir::Kernel>& kernels, const std::string& name) {
+  std::string source = codegen::emit_cuda(kernels);
+  for (const char* arch : {"sm_90a", "sm_80"}) {
+    try {
+      runtime::CompileResult r = runtime::compile_cuda(source, name, runtime::CompileOptions{arch, {}});
+      EXPECT_FALSE(r.cubin.empty()) << arch;
+      EXPECT_FALSE(contains(r.log, "warning")) << arch << "\n" << r.log << "\n" << source;
+    } catch (const Error& e) {
+      ADD_FAILURE() << arch << ": " << e.what() << "\n" << source;
+    }
+  }
+}
+
+}  // namespace kiln::test
