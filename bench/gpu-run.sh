@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine over a build made elsewhere (build/): every GPU test, then
-# `kiln run --bench` on each benchmark case. Logs go to $OUT (or out/gpu) so that they
-# come back with the results.
+# `kiln run --bench` on each benchmark case, then one autotuner sweep. Logs go to the
+# folder given as the first argument (default out/gpu).
+#   usage: bench/gpu-run.sh [LOG_DIR]
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out="${OUT:-out/gpu}"
+out="${1:-out/gpu}"
 mkdir -p "$out"
 export KILN_CACHE_DIR="${KILN_CACHE_DIR:-/tmp/kiln-cache}"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv | tee "$out/gpu.txt"
