@@ -118,7 +118,8 @@ std::vector<CandidateBuild> compile_candidates(const ir::Kernel& k, const std::s
     CandidateBuild& b = builds[i];
     b.trial.config = configs[i];
     b.trial.median_ms = kInf;
-    if (deadline_s > 0 && seconds_since(start) > deadline_s) {
+    // The kernel's own (default) config is always compiled: the sweep times it first.
+    if (deadline_s > 0 && seconds_since(start) > deadline_s && !(configs[i] == k.config)) {
       b.trial.status = TrialStatus::OverBudget;
       return;
     }
@@ -214,17 +215,25 @@ TuneResult tune_kernel(const ir::Kernel& k, const KernelReference& ref, const Tu
     arg_sets.emplace_back(k, inputs);
   }
 
+  // Time the kernel's default config first, so that a sweep cut short by its budget or
+  // its early stop still knows the default's time and never picks something slower.
+  std::vector<size_t> order;
+  for (size_t i = 0; i < builds.size(); ++i)
+    if (builds[i].trial.config == k.config) order.insert(order.begin(), i);
+    else order.push_back(i);
+  r.trials.resize(builds.size());
   double best_ms = kInf;
-  for (CandidateBuild& b : builds) {
+  for (size_t index : order) {
+    CandidateBuild& b = builds[index];
     Trial& t = b.trial;
     if (t.status != TrialStatus::NotTimed) {
-      r.trials.push_back(t);
+      r.trials[index] = t;
       continue;
     }
     // Past the budget, stop once some candidate has a time: a sweep always has a pick.
     if (options.max_seconds > 0 && best_ms < kInf && seconds_since(start) > options.max_seconds) {
       t.status = TrialStatus::OverBudget;
-      r.trials.push_back(t);
+      r.trials[index] = t;
       continue;
     }
     try {
@@ -259,7 +268,7 @@ TuneResult tune_kernel(const ir::Kernel& k, const KernelReference& ref, const Tu
       t.median_ms = kInf;
       t.detail = e.what();
     }
-    r.trials.push_back(t);
+    r.trials[index] = t;
   }
   r.best = choose_best(r.trials);
   if (r.best >= 0) r.kernel.config = r.trials[static_cast<size_t>(r.best)].config;
