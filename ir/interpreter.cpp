@@ -109,4 +109,11 @@ std::vector<HostTensor> evaluate(const Graph& g, const std::vector<HostTensor>& 
   return results;
 }
 
+std::vector<HostTensor> random_inputs(const Graph& g, uint64_t seed) {
+  std::vector<HostTensor> inputs;
+  for (size_t i = 0; i < g.inputs().size(); ++i)
+    inputs.push_back(random_tensor(g.inputs()[i]->type, seed * 1000003 + i));
+  return inputs;
+}
+
 }  // namespace kiln::ir

@@ -14,4 +14,7 @@ namespace kiln::ir {
 // in the order of g.outputs(). Throws kiln::Error when an input's type differs.
 std::vector<HostTensor> evaluate(const Graph& g, const std::vector<HostTensor>& inputs);
 
+// Random inputs for `g` (kiln::random_tensor: never zeros), deterministic in `seed`.
+std::vector<HostTensor> random_inputs(const Graph& g, uint64_t seed);
+
 }  // namespace kiln::ir

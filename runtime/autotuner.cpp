@@ -56,11 +56,8 @@ struct ArgSet {
   ArgSet(const ir::Kernel& k, const std::vector<HostTensor>& inputs) {
     size_t next_input = 0;
     for (const ir::KernelArg& a : k.args) {
-      buffers.emplace_back(static_cast<size_t>(a.type.bytes()));
-      if (!a.is_output) {
-        auto bytes = inputs.at(next_input++).to_bytes();
-        buffers.back().upload(bytes.data(), bytes.size());
-      }
+      if (a.is_output) buffers.emplace_back(static_cast<size_t>(a.type.bytes()));
+      else buffers.push_back(DeviceBuffer::from_host(inputs.at(next_input++)));
     }
     for (const DeviceBuffer& b : buffers) ptrs.push_back(b.ptr());
     for (CUdeviceptr& p : ptrs) launch_args.push_back(&p);
@@ -158,9 +155,7 @@ std::vector<KernelReference> kernel_references(const ir::Graph& g, const std::ve
       outputs.push_back(it->second);
     }
   probe.set_outputs(outputs);
-  std::vector<HostTensor> inputs;
-  for (size_t i = 0; i < probe.inputs().size(); ++i)
-    inputs.push_back(random_tensor(probe.inputs()[i]->type, seed * 1000003 + i));
+  std::vector<HostTensor> inputs = ir::random_inputs(probe, seed);
   std::vector<HostTensor> values = ir::evaluate(probe, inputs);
 
   std::vector<KernelReference> refs;

@@ -1,6 +1,8 @@
 // DeviceBuffer: allocation through the driver, size-checked copies.
 #include "runtime/device_buffer.h"
 
+#include <vector>
+
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -73,6 +75,19 @@ void DeviceBuffer::copy_from(const DeviceBuffer& other) {
   if (other.bytes_ != bytes_)
     throw Error(fmt::format("DeviceBuffer::copy_from a buffer of {} bytes into one of {} bytes", other.bytes_, bytes_));
   if (bytes_ > 0 && other.ptr_ != ptr_) cu::memcpy_dtod(ptr_, other.ptr_, bytes_);
+}
+
+DeviceBuffer DeviceBuffer::from_host(const HostTensor& t) {
+  std::vector<std::byte> bytes = t.to_bytes();
+  DeviceBuffer b(bytes.size());
+  b.upload(bytes.data(), bytes.size());
+  return b;
+}
+
+HostTensor DeviceBuffer::to_host(const TensorType& t) const {
+  std::vector<std::byte> bytes(static_cast<size_t>(t.bytes()));
+  download(bytes.data(), bytes.size());
+  return HostTensor::from_bytes(t, bytes.data());
 }
 
 }  // namespace kiln::runtime

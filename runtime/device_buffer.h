@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "ir/tensor.h"
+
 namespace kiln::runtime {
 
 class DeviceBuffer {
@@ -29,6 +31,11 @@ public:
   void fill_bytes(uint8_t value);
   // Copies all of `other` into this buffer, which must have the same size.
   void copy_from(const DeviceBuffer& other);
+
+  // A new buffer holding `t` packed as the device stores it.
+  static DeviceBuffer from_host(const HostTensor& t);
+  // The first t.bytes() bytes of the buffer read back as a tensor of type `t`.
+  HostTensor to_host(const TensorType& t) const;
 
 private:
   void release() noexcept;

@@ -106,9 +106,7 @@ std::vector<HostTensor> Executable::run(const std::vector<HostTensor>& inputs) {
     const passes::Buffer& b = plan_.buffers[plan_.inputs[i]];
     if (inputs[i].type != b.type)
       throw Error(fmt::format("input {} '%{}' expects {}, got {}", i, b.name, b.type.str(), inputs[i].type.str()));
-    std::vector<std::byte> bytes = inputs[i].to_bytes();
-    in_bufs.emplace_back(bytes.size());
-    in_bufs.back().upload(bytes.data(), bytes.size());
+    in_bufs.push_back(DeviceBuffer::from_host(inputs[i]));
   }
   for (int b : plan_.outputs) {
     out_bufs.emplace_back(static_cast<size_t>(plan_.buffers[b].type.bytes()));
@@ -120,12 +118,8 @@ std::vector<HostTensor> Executable::run(const std::vector<HostTensor>& inputs) {
   for (auto& b : out_bufs) outs.push_back(&b);
   run(ins, outs);
   std::vector<HostTensor> results;
-  for (size_t i = 0; i < out_bufs.size(); ++i) {
-    const TensorType& t = plan_.buffers[plan_.outputs[i]].type;
-    std::vector<std::byte> bytes(static_cast<size_t>(t.bytes()));
-    out_bufs[i].download(bytes.data(), bytes.size());
-    results.push_back(HostTensor::from_bytes(t, bytes.data()));
-  }
+  for (size_t i = 0; i < out_bufs.size(); ++i)
+    results.push_back(out_bufs[i].to_host(plan_.buffers[plan_.outputs[i]].type));
   return results;
 }
 

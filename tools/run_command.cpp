@@ -34,12 +34,6 @@ struct RunArgs {
   std::string pipeline = std::string(runtime::kCompilePipeline);
 };
 
-std::vector<HostTensor> random_inputs(const ir::Graph& g, uint64_t seed) {
-  std::vector<HostTensor> inputs;
-  for (size_t i = 0; i < g.inputs().size(); ++i) inputs.push_back(random_tensor(g.inputs()[i]->type, seed * 1000003 + i));
-  return inputs;
-}
-
 std::string output_label(const ir::Graph& g, size_t i) {
   auto names = ir::value_names(g);
   return fmt::format("output {} %{} {}", i, names.at(g.outputs()[i]->id), g.outputs()[i]->type.str());
@@ -59,11 +53,7 @@ void save_all(const std::string& dir, const ir::Graph& g, const std::vector<Host
 
 void bench(runtime::Executable& exe, const std::vector<HostTensor>& inputs) {
   std::vector<runtime::DeviceBuffer> in_bufs, out_bufs;
-  for (const HostTensor& t : inputs) {
-    auto bytes = t.to_bytes();
-    in_bufs.emplace_back(bytes.size());
-    in_bufs.back().upload(bytes.data(), bytes.size());
-  }
+  for (const HostTensor& t : inputs) in_bufs.push_back(runtime::DeviceBuffer::from_host(t));
   for (int b : exe.plan().outputs) out_bufs.emplace_back(static_cast<size_t>(exe.plan().buffers[b].type.bytes()));
   std::vector<const runtime::DeviceBuffer*> ins;
   std::vector<runtime::DeviceBuffer*> outs;
@@ -97,7 +87,7 @@ int run(const RunArgs& a) {
                              ir::kernel_kind_name(k.kernel.kind), k.kernel.config.str(), program.arch(),
                              k.binary.ptx.size(), k.binary.cubin.size(), k.binary.from_cache ? " (cached)" : "");
 
-  std::vector<HostTensor> inputs = random_inputs(g, a.seed);
+  std::vector<HostTensor> inputs = ir::random_inputs(g, a.seed);
   std::vector<HostTensor> reference = ir::evaluate(g, inputs);
   if (a.compile_only) {
     for (size_t i = 0; i < reference.size(); ++i)

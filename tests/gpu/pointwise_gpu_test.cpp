@@ -22,8 +22,7 @@ using ir::OpKind;
 void expect_matches_reference(const ir::Graph& g, uint64_t seed = 7) {
   runtime::Program program = runtime::Program::compile(g);
   ASSERT_FALSE(program.kernels().empty()) << ir::print(g);
-  std::vector<HostTensor> inputs;
-  for (size_t i = 0; i < g.inputs().size(); ++i) inputs.push_back(random_tensor(g.inputs()[i]->type, seed + i));
+  std::vector<HostTensor> inputs = ir::random_inputs(g, seed);
   std::vector<HostTensor> want = ir::evaluate(g, inputs);
   std::vector<HostTensor> got = program.run(inputs);
   ASSERT_EQ(got.size(), want.size());

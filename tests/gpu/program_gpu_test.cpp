@@ -10,12 +10,6 @@
 namespace kiln {
 namespace {
 
-std::vector<HostTensor> random_inputs(const ir::Graph& g, uint64_t seed) {
-  std::vector<HostTensor> in;
-  for (size_t i = 0; i < g.inputs().size(); ++i) in.push_back(random_tensor(g.inputs()[i]->type, seed + i));
-  return in;
-}
-
 void expect_all_pass(const std::vector<HostTensor>& got, const std::vector<HostTensor>& want) {
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) {
@@ -31,7 +25,7 @@ TEST(ProgramGpu, DslCompileAndRunOnHostTensors) {
   auto s = g.input("s", bf16, {1031});
   g.output(silu(x * s) - 0.5f);
   Program p = compile(g);
-  auto inputs = random_inputs(g.ir(), 3);
+  auto inputs = ir::random_inputs(g.ir(), 3);
   expect_all_pass(p.run(inputs), ir::evaluate(g.ir(), inputs));
 }
 
@@ -42,19 +36,13 @@ TEST(ProgramGpu, RunsOnCallerDeviceBuffers) {
   auto b = g.input("b", f32, {1000003});
   g.output(tanh(a) * b);
   Program p = compile(g);
-  auto inputs = random_inputs(g.ir(), 5);
+  auto inputs = ir::random_inputs(g.ir(), 5);
   std::vector<runtime::DeviceBuffer> in_bufs;
-  for (const HostTensor& t : inputs) {
-    auto bytes = t.to_bytes();
-    in_bufs.emplace_back(bytes.size());
-    in_bufs.back().upload(bytes.data(), bytes.size());
-  }
+  for (const HostTensor& t : inputs) in_bufs.push_back(runtime::DeviceBuffer::from_host(t));
   runtime::DeviceBuffer out(1000003 * 4);
   out.fill_bytes(0xFF);
   p.executable().run({&in_bufs[0], &in_bufs[1]}, {&out});
-  std::vector<std::byte> bytes(out.bytes());
-  out.download(bytes.data(), bytes.size());
-  HostTensor got = HostTensor::from_bytes({DType::f32, {1000003}}, bytes.data());
+  HostTensor got = out.to_host({DType::f32, {1000003}});
   expect_all_pass({got}, ir::evaluate(g.ir(), inputs));
 }
 
@@ -84,7 +72,7 @@ TEST(ProgramGpu, IntermediateBetweenTwoKernels) {
   g.output(exp(reshape(t, {37, 64})));
   Program p = compile(g);
   EXPECT_GE(p.kernels().size(), 2u);
-  auto inputs = random_inputs(g.ir(), 11);
+  auto inputs = ir::random_inputs(g.ir(), 11);
   expect_all_pass(p.run(inputs), ir::evaluate(g.ir(), inputs));
 }
 
@@ -97,7 +85,7 @@ TEST(ProgramGpu, RepeatedOutputsAndAReturnedInput) {
   g.output(e);
   g.output(a);
   Program p = compile(g);
-  auto inputs = random_inputs(g.ir(), 13);
+  auto inputs = ir::random_inputs(g.ir(), 13);
   expect_all_pass(p.run(inputs), ir::evaluate(g.ir(), inputs));
 }
 

@@ -29,8 +29,7 @@ void expect_case_matches(const std::string& which, const std::string& dt, long r
   runtime::Program program = runtime::Program::compile(g);
   ASSERT_EQ(program.kernels().size(), 1u) << ir::print(program.graph());
   EXPECT_EQ(program.kernels()[0].kernel.kind, ir::KernelKind::RowReduce);
-  std::vector<HostTensor> inputs;
-  for (size_t i = 0; i < g.inputs().size(); ++i) inputs.push_back(random_tensor(g.inputs()[i]->type, 11 + i));
+  std::vector<HostTensor> inputs = ir::random_inputs(g, 11);
   std::vector<HostTensor> want = ir::evaluate(g, inputs);
   std::vector<HostTensor> got = program.run(inputs);
   std::vector<HostTensor> again = program.run(inputs);
@@ -84,8 +83,7 @@ TEST(RowReduceGpu, HigherRankRows) {
   KILN_REQUIRE_GPU();
   ir::Graph g = ir::parse(row_reduce_test::graph_text("layer_norm", "bf16", "3,5", 700), "row_reduce_gpu_test");
   runtime::Program program = runtime::Program::compile(g);
-  std::vector<HostTensor> inputs;
-  for (size_t i = 0; i < g.inputs().size(); ++i) inputs.push_back(random_tensor(g.inputs()[i]->type, 3 + i));
+  std::vector<HostTensor> inputs = ir::random_inputs(g, 3);
   Comparison c = compare(program.run(inputs)[0], ir::evaluate(g, inputs)[0]);
   EXPECT_TRUE(c.passed) << c.str();
 }
