@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine over a build made elsewhere (build/): every GPU test, then
-# `kiln run --bench` on each benchmark case, then one autotuner sweep. Logs go to the
-# folder given as the first argument (default out/gpu).
+# `kiln run --bench` on each benchmark case, then one autotuner sweep, then `kiln bench`
+# (default, tuned and hand-written kernels side by side; merged with the peers' rows when
+# $out/peers.json exists). Logs go to the folder given as the first argument (default out/gpu).
 #   usage: bench/gpu-run.sh [LOG_DIR]
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -27,4 +28,9 @@ for f in bench/tune/*.kiln; do
   echo "tune wall time: $(( ($(date +%s%N) - start) / 1000000 )) ms" | tee -a "$out/tune.log"
   build/bin/kiln run "$f" --bench 2>&1 | tee -a "$out/tune.log" || status=1
 done
+# Every benchmark case: Kiln default, Kiln tuned (records in $KILN_TUNE_DB, tuning now
+# within --max-seconds where there is none) and the hand-written baselines.
+peers=()
+if [ -f "$out/peers.json" ]; then peers=(--peers "$out/peers.json"); fi
+build/bin/kiln bench --json "$out/bench.json" --csv "$out/bench.csv" "${peers[@]}" 2>&1 | tee "$out/bench-table.log" || status=1
 exit $status

@@ -6,6 +6,7 @@
 
 #include <set>
 
+#include "codegen/col_reduce_emitter.h"
 #include "codegen/pointwise_emitter.h"
 #include "codegen/row_reduce_emitter.h"
 #include "codegen/scalar_emit.h"
@@ -27,6 +28,7 @@ std::string emit_kernel(const ir::Kernel& k) {
   switch (k.kind) {
     case ir::KernelKind::Pointwise: return emit_pointwise(k);
     case ir::KernelKind::RowReduce: return emit_row_reduce(k);
+    case ir::KernelKind::ColReduce: return emit_col_reduce(k);
   }
   throw Error(fmt::format("kernel @{}: no emitter for kind {}", k.name, ir::kernel_kind_name(k.kind)));
 }
@@ -37,6 +39,7 @@ LaunchDims launch_dims(const ir::Kernel& k) {
   switch (k.kind) {
     case ir::KernelKind::Pointwise: return pointwise_launch_dims(k);
     case ir::KernelKind::RowReduce: return row_reduce_launch_dims(k);
+    case ir::KernelKind::ColReduce: return col_reduce_launch_dims(k);
   }
   throw Error(fmt::format("kernel @{}: no launch rule for kind {}", k.name, ir::kernel_kind_name(k.kind)));
 }

@@ -11,6 +11,11 @@
 //                 stores the per-row outputs
 // With the row in registers the inputs are loaded once and every stage reads the
 // registers; a streamed row is read again from memory (L2) in each stage.
+// Two reductions keep more than one accumulator, updated once per vector of V elements:
+// logsumexp a running (max, sum of exp(x - max)) pair, rescaled once per vector by the
+// change of its max; var Welford's (count, mean, squared deviations), the vector's own
+// mean and deviations merged in by Chan's formula. Both combine across threads with the
+// pair / triple helpers of scalar_emit, in a fixed order.
 #include "codegen/row_reduce_emitter.h"
 
 #include <fmt/format.h>
@@ -56,7 +61,8 @@ public:
       if (op.kind == ScalarKind::Reduce) {
         ready_[id] = op.phase + 1;
         phases_ = std::max(phases_, op.phase + 1);
-        reduce_slot_[static_cast<int>(id)] = num_reduces_++;
+        reduce_slot_[static_cast<int>(id)] = num_slots_;
+        num_slots_ += accumulators(op.op);
         continue;
       }
       for (int x : op.operands) ready_[id] = std::max(ready_[id], ready_[x]);
@@ -73,6 +79,8 @@ public:
       s += stage < phases_ ? reductions(stage) : final_stores();
     }
     s += row_stores();
+    // No block of a cluster leaves while another may still read its shared memory.
+    if (cluster() > 1) s += "  kiln_cluster_sync();\n";
     return s + "}\n";
   }
 
@@ -82,6 +90,9 @@ private:
   std::string vec_type(int arg) const { return fmt::format("kiln_vec<{}, {}>", storage(arg), c_.vec); }
   bool varying(int arg) const { return space_.arg_strides[arg].back() != 0; }
   int block() const { return c_.row_threads * c_.rows; }
+  int cluster() const { return std::max(1, c_.cluster); }
+  // The threads that share a row: a part of a warp up to a block, or a cluster's blocks.
+  int64_t span() const { return int64_t{c_.row_threads} * cluster(); }
 
   std::string header() const {
     LaunchDims d = row_reduce_launch_dims(k_);
@@ -92,6 +103,7 @@ private:
     s += fmt::format("// Config {}: grid {} x {} threads; {} thread{} per row, {} row{} per block; ", c_.str(),
                      d.grid[0], d.block[0], c_.row_threads, c_.row_threads == 1 ? "" : "s", c_.rows,
                      c_.rows == 1 ? "" : "s");
+    if (cluster() > 1) s += fmt::format("a cluster of {} blocks shares each row; ", cluster());
     s += c_.stream ? "the row is re-read in each phase" : fmt::format("{} elements per thread in registers", c_.elems);
     return s + fmt::format("; {} reduction phase{}.\n", phases_, phases_ == 1 ? "" : "s");
   }
@@ -101,18 +113,26 @@ private:
     for (size_t i = 0; i < k_.args.size(); ++i)
       params.push_back(fmt::format("{}{}* __restrict__ {}", k_.args[i].is_output ? "" : "const ",
                                    storage(static_cast<int>(i)), param_[i]));
-    return fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}({}) {{\n", block(), k_.name,
-                       fmt::join(params, ", "));
+    std::string cluster_dims = cluster() > 1 ? fmt::format("__cluster_dims__({}, 1, 1) ", cluster()) : "";
+    return fmt::format("extern \"C\" __global__ void {}__launch_bounds__({}) {}({}) {{\n", cluster_dims, block(),
+                       k_.name, fmt::join(params, ", "));
   }
 
   // The row index, its coordinates over the collapsed row dims, each argument's row base.
   std::string prologue() const {
     std::string s;
     if (c_.row_threads > 32)
-      s += fmt::format("  __shared__ float kiln_slots[{}][{}];\n", std::max(1, num_reduces_), block() / 32);
-    s += fmt::format("  const unsigned lane = threadIdx.x % {}u;\n", c_.row_threads);
-    s += fmt::format("  const {} row = ({})blockIdx.x * {} + threadIdx.x / {}u;\n", idx_, idx_, lit(c_.rows),
-                     c_.row_threads);
+      s += fmt::format("  __shared__ float kiln_slots[{}][{}];\n", std::max(1, num_slots_), block() / 32);
+    if (cluster() > 1) {
+      // Block `rank` of a cluster holds threads rank * T .. rank * T + T - 1 of the row.
+      s += fmt::format("  __shared__ float kiln_cluster_slots[{}];\n", std::max(1, num_slots_));
+      s += fmt::format("  const unsigned lane = blockIdx.x % {}u * {}u + threadIdx.x;\n", cluster(), c_.row_threads);
+      s += fmt::format("  const {} row = ({})blockIdx.x / {};\n", idx_, idx_, lit(cluster()));
+    } else {
+      s += fmt::format("  const unsigned lane = threadIdx.x % {}u;\n", c_.row_threads);
+      s += fmt::format("  const {} row = ({})blockIdx.x * {} + threadIdx.x / {}u;\n", idx_, idx_, lit(c_.rows),
+                       c_.row_threads);
+    }
     s += fmt::format("  const bool active = row < {};\n", lit(rows_));
     const size_t row_dims = space_.dims.size() - 1;
     std::vector<bool> used(row_dims, false);
@@ -158,27 +178,40 @@ private:
                        param_[arg], arg, col, lit(stride));
   }
 
+  // The row's own inputs, loaded once and kept in registers as stored (fp16 stays
+  // packed, half the registers of fp32), converted where each stage uses them.
   std::string register_loads() const {
     std::string s = "  // The row's inputs, kept in registers for every phase.\n";
     const int steps = c_.elems / c_.vec;
     std::vector<int> arrays;
     for (size_t i = 0; i < k_.args.size(); ++i)
-      if (!k_.args[i].is_output && varying(static_cast<int>(i))) arrays.push_back(static_cast<int>(i));
+      if (in_registers(static_cast<int>(i))) arrays.push_back(static_cast<int>(i));
     if (arrays.empty()) return "";
-    for (int a : arrays)
-      s += fmt::format("  {} a{}[{}];\n", register_type(k_.args[a].type.dtype), a, c_.elems);
+    for (int a : arrays) s += fmt::format("  {} a{}[{}];\n", storage(a), a, c_.elems);
     s += fmt::format("#pragma unroll\n  for (int j = 0; j < {}; ++j) {{\n", steps);
-    s += fmt::format("    const {} col = (({})j * {} + lane) * {};\n", idx_, idx_, lit(c_.row_threads), lit(c_.vec));
+    s += fmt::format("    const {} col = (({})j * {} + lane) * {};\n", idx_, idx_, lit(span()), lit(c_.vec));
     s += fmt::format("    if (active && col < {}) {{\n", lit(n_));
     for (int a : arrays) {
       s += load_vector("      ", a, "col");
-      s += fmt::format("#pragma unroll\n      for (int t = 0; t < {}; ++t) a{}[j * {} + t] = {};\n", c_.vec, a, c_.vec,
-                       load_expr(k_.args[a].type.dtype, fmt::format("v{}.v[t]", a)));
+      s += fmt::format("#pragma unroll\n      for (int t = 0; t < {}; ++t) a{}[j * {} + t] = v{}.v[t];\n", c_.vec, a,
+                       c_.vec, a);
     }
     s += "    } else {\n";
     for (int a : arrays)
-      s += fmt::format("#pragma unroll\n      for (int t = 0; t < {}; ++t) a{}[j * {} + t] = 0;\n", c_.vec, a, c_.vec);
+      s += fmt::format("#pragma unroll\n      for (int t = 0; t < {}; ++t) a{}[j * {} + t] = {}();\n", c_.vec, a, c_.vec,
+                       storage(a));
     return s + "    }\n  }\n";
+  }
+
+  // Inputs kept in registers: with the row in registers, those that move along the row
+  // and belong to it. An input every row shares (a norm's weight) is read where it is
+  // used instead: it stays in L1 and would cost as many registers as the row.
+  bool in_registers(int arg) const {
+    if (c_.stream != 0 || k_.args[arg].is_output || !varying(arg)) return false;
+    const std::vector<int64_t>& st = space_.arg_strides[arg];
+    bool row_owned = rows_ == 1;
+    for (size_t d = 0; d + 1 < st.size(); ++d) row_owned = row_owned || st[d] != 0;
+    return row_owned;
   }
 
   // The expression of op `id` with operands named r<x> (per row) or e<x> (per element).
@@ -188,7 +221,7 @@ private:
     switch (op.kind) {
       case ScalarKind::Load: {
         if (uniform_[id]) return load_expr(op.dtype, fmt::format("{}[base{}]", param_[op.arg], op.arg));
-        if (c_.stream == 0) return fmt::format("a{}[j * {} + t]", op.arg, c_.vec);
+        if (in_registers(op.arg)) return load_expr(op.dtype, fmt::format("a{}[j * {} + t]", op.arg, c_.vec));
         return load_expr(op.dtype, fmt::format("v{}.v[t]", op.arg));
       }
       case ScalarKind::Const: return const_expr(op.dtype, op.value);
@@ -203,6 +236,13 @@ private:
         // reciprocal, computed once (row_values); a division costs ten instructions
         // per element, which a softmax at full bandwidth cannot afford.
         if (divides_by_row_value(id)) return fmt::format("({} * rinv{})", name(op.operands[0]), op.operands[1]);
+        // x - logsumexp: subtract the row's max and the log of its sum apart. x - max is
+        // exact near the max, so no precision goes to rounding max + log(sum) to one
+        // float (at |x| ~ 1000 that alone would cost 3e-5 of every softmax output).
+        if (subtracts_log_sum_exp(id)) {
+          const int l = op.operands[1];
+          return fmt::format("(({} - lse_max{}) - lse_log{})", name(op.operands[0]), l, l);
+        }
         std::vector<DType> types;
         std::vector<std::string> names;
         for (int x : op.operands) {
@@ -228,6 +268,14 @@ private:
     const ir::ScalarOp& op = k_.body[id];
     return op.kind == ScalarKind::Op && op.op == ir::OpKind::Div && is_float(op.dtype) && !uniform_[id] &&
            uniform_[op.operands[1]];
+  }
+
+  // True when op `id` is a floating-point x - logsumexp(...) of this kernel.
+  bool subtracts_log_sum_exp(size_t id) const {
+    const ir::ScalarOp& op = k_.body[id];
+    if (op.kind != ScalarKind::Op || op.op != ir::OpKind::Sub || !is_float(op.dtype)) return false;
+    const ir::ScalarOp& l = k_.body[op.operands[1]];
+    return l.kind == ScalarKind::Reduce && l.op == ir::OpKind::ReduceLogSumExp;
   }
 
   // The per-row values used as divisors by per-element ops.
@@ -277,12 +325,12 @@ private:
     std::string s;
     if (c_.stream == 0) {
       s += fmt::format("#pragma unroll\n  for (int j = 0; j < {}; ++j) {{\n", c_.elems / c_.vec);
-      s += fmt::format("    const {} col = (({})j * {} + lane) * {};\n", idx_, idx_, lit(c_.row_threads), lit(c_.vec));
+      s += fmt::format("    const {} col = (({})j * {} + lane) * {};\n", idx_, idx_, lit(span()), lit(c_.vec));
       s += fmt::format("    if (active && col < {}) {{\n", lit(n_));
     } else {
       s += "  if (active) {\n";
       s += fmt::format("    for ({} col = ({})lane * {}; col < {}; col += {}) {{\n", idx_, idx_, lit(c_.vec), lit(n_),
-                       lit(int64_t{c_.row_threads} * c_.vec));
+                       lit(span() * c_.vec));
     }
     return s + body + "    }\n  }\n";
   }
@@ -297,14 +345,20 @@ private:
     return s;
   }
 
+  // The vectors of the inputs that `cone` reads and registers do not hold.
   std::string stream_loads(const std::vector<size_t>& cone, const std::string& in) const {
-    if (c_.stream == 0) return "";
     std::set<int> args;
     for (size_t id : cone)
-      if (k_.body[id].kind == ScalarKind::Load) args.insert(k_.body[id].arg);
+      if (k_.body[id].kind == ScalarKind::Load && !in_registers(k_.body[id].arg)) args.insert(k_.body[id].arg);
     std::string s;
     for (int a : args) s += load_vector(in, a, "col");
     return s;
+  }
+
+  // Reductions whose accumulators are updated once per vector (see the top of the file).
+  static bool per_vector(ir::OpKind op) { return op == ir::OpKind::ReduceLogSumExp || op == ir::OpKind::ReduceVar; }
+  static int accumulators(ir::OpKind op) {
+    return op == ir::OpKind::ReduceLogSumExp ? 2 : op == ir::OpKind::ReduceVar ? 3 : 1;
   }
 
   static std::string identity(ir::OpKind op) {
@@ -321,6 +375,88 @@ private:
     return fmt::format("{} + {}", acc, v);
   }
 
+  // The accumulators of reduction `r`, before the element loop.
+  std::string declare_accumulators(int r) const {
+    switch (k_.body[r].op) {
+      case ir::OpKind::ReduceLogSumExp:
+        return fmt::format("  float lse_max{} = __int_as_float(0xff800000), lse_sum{} = 0.0f;  // running max, "
+                           "sum of exp(x - max)\n", r, r);
+      case ir::OpKind::ReduceVar:
+        return fmt::format("  float w_n{} = 0.0f, w_mean{} = 0.0f, w_m2{} = 0.0f;  // count, mean, squared "
+                           "deviations\n", r, r, r);
+      default: return fmt::format("  float acc{} = {};\n", r, identity(k_.body[r].op));
+    }
+  }
+
+  // After the loop over a vector's V values xs<r>[t]: fold them into the accumulators.
+  std::string vector_update(int r, const std::string& in) const {
+    const int v = c_.vec;
+    std::string s;
+    if (k_.body[r].op == ir::OpKind::ReduceLogSumExp) {
+      // The vector's max first, so the running sum is rescaled once, not once per element.
+      s += fmt::format("{}float top{} = lse_max{};\n", in, r, r);
+      s += fmt::format("#pragma unroll\n{}for (int t = 0; t < {}; ++t) top{} = kiln_max(top{}, xs{}[t]);\n", in, v,
+                       r, r, r);
+      s += fmt::format("{}const float shift{} = kiln_lse_base(top{});\n", in, r, r);
+      s += fmt::format("{}float part{} = 0.0f;\n", in, r);
+      s += fmt::format("#pragma unroll\n{}for (int t = 0; t < {}; ++t) part{} += kiln_lse_exp(xs{}[t], shift{});\n", in,
+                       v, r, r, r);
+      s += fmt::format("{}lse_sum{} = lse_sum{} * kiln_lse_exp(lse_max{}, shift{}) + part{};\n", in, r, r, r, r, r);
+      return s + fmt::format("{}lse_max{} = top{};\n", in, r, r);
+    }
+    // Welford by vectors: the vector's mean and squared deviations (exact two-pass on
+    // registers), merged into the thread's running triple.
+    s += fmt::format("{}float vsum{} = 0.0f;\n", in, r);
+    s += fmt::format("#pragma unroll\n{}for (int t = 0; t < {}; ++t) vsum{} += xs{}[t];\n", in, v, r, r);
+    s += fmt::format("{}const float vmean{} = vsum{} * {};\n", in, r, r, const_expr(DType::f32, 1.0 / v));
+    s += fmt::format("{}float vm2{} = 0.0f;\n", in, r);
+    s += fmt::format("#pragma unroll\n{}for (int t = 0; t < {}; ++t) vm2{} = fmaf(xs{}[t] - vmean{}, "
+                     "xs{}[t] - vmean{}, vm2{});\n", in, v, r, r, r, r, r, r);
+    return s + fmt::format("{}kiln_welford_add(w_n{}, w_mean{}, w_m2{}, {}, vmean{}, vm2{});\n", in, r, r, r,
+                           const_expr(DType::f32, v), r, r);
+  }
+
+  // Combines the row's threads' accumulators of reduction `r` and defines its value r<r>.
+  std::string finish_reduction(int r) const {
+    const ir::OpKind op = k_.body[r].op;
+    const int slot = reduce_slot_.at(r), t = c_.row_threads;
+    std::string s;
+    if (op == ir::OpKind::ReduceLogSumExp) {
+      if (t > 32)
+        s += fmt::format("  kiln_block_lse<{}>(lse_max{}, lse_sum{}, kiln_slots[{}], kiln_slots[{}]);\n", t, r, r, slot,
+                         slot + 1);
+      else if (t > 1)
+        s += fmt::format("  kiln_warp_lse<{}>(lse_max{}, lse_sum{});\n", t, r, r);
+      if (cluster() > 1)
+        s += fmt::format("  kiln_cluster_lse<{}>(lse_max{}, lse_sum{}, &kiln_cluster_slots[{}], &kiln_cluster_slots[{}]);\n",
+                         cluster(), r, r, slot, slot + 1);
+      s += fmt::format("  const float lse_log{} = logf(lse_sum{});\n", r, r);
+      return s + fmt::format("  const float r{} = kiln_lse_result(lse_max{}, lse_sum{});\n", r, r, r);
+    }
+    if (op == ir::OpKind::ReduceVar) {
+      if (t > 32)
+        s += fmt::format("  kiln_block_welford<{}>(w_n{}, w_mean{}, w_m2{}, kiln_slots[{}], kiln_slots[{}], "
+                         "kiln_slots[{}]);\n", t, r, r, r, slot, slot + 1, slot + 2);
+      else if (t > 1)
+        s += fmt::format("  kiln_warp_welford<{}>(w_n{}, w_mean{}, w_m2{});\n", t, r, r, r);
+      if (cluster() > 1)
+        s += fmt::format("  kiln_cluster_welford<{}>(w_n{}, w_mean{}, w_m2{}, &kiln_cluster_slots[{}], "
+                         "&kiln_cluster_slots[{}], &kiln_cluster_slots[{}]);\n", cluster(), r, r, r, slot, slot + 1,
+                         slot + 2);
+      return s + fmt::format("  const float r{} = w_m2{} / {};\n", r, r, const_expr(DType::f32, n_));
+    }
+    const std::string comb = combiner(op);
+    if (t > 32)
+      s += fmt::format("  acc{} = kiln_block_{}<{}>(acc{}, kiln_slots[{}]);\n", r, comb, t, r, slot);
+    else if (t > 1)
+      s += fmt::format("  acc{} = kiln_warp_{}<{}>(acc{});\n", r, comb, t, r);
+    if (cluster() > 1)
+      s += fmt::format("  acc{} = kiln_cluster_{}<{}>(acc{}, &kiln_cluster_slots[{}]);\n", r, comb, cluster(), r, slot);
+    std::string value = fmt::format("acc{}", r);
+    if (op == ir::OpKind::ReduceMean) value = fmt::format("acc{} / {}", r, const_expr(DType::f32, n_));
+    return s + fmt::format("  const float r{} = {};\n", r, value);
+  }
+
   std::string reductions(int phase) const {
     std::vector<int> reduces, operands;
     for (size_t id = 0; id < k_.body.size(); ++id)
@@ -329,29 +465,26 @@ private:
         operands.push_back(k_.body[id].operands[0]);
       }
     std::string s = fmt::format("  // Phase {}: accumulate in fp32, then across the row's threads.\n", phase);
-    for (int r : reduces) s += fmt::format("  float acc{} = {};\n", r, identity(k_.body[r].op));
+    for (int r : reduces) s += declare_accumulators(r);
     std::vector<size_t> cone = element_cone(operands);
     const std::string in = "        ";
     std::string body = stream_loads(cone, "      ");
+    for (int r : reduces)
+      if (per_vector(k_.body[r].op)) body += fmt::format("      float xs{}[{}];\n", r, c_.vec);
     body += fmt::format("#pragma unroll\n      for (int t = 0; t < {}; ++t) {{\n", c_.vec);
     body += element_ops(cone, in);
     for (int r : reduces) {
       int x = k_.body[r].operands[0];
       std::string v = fmt::format("{}{}", uniform_[x] ? "r" : "e", x);
-      body += fmt::format("{}acc{} = {};\n", in, r, combine(k_.body[r].op, fmt::format("acc{}", r), v));
+      if (per_vector(k_.body[r].op)) body += fmt::format("{}xs{}[t] = {};\n", in, r, v);
+      else body += fmt::format("{}acc{} = {};\n", in, r, combine(k_.body[r].op, fmt::format("acc{}", r), v));
     }
     body += "      }\n";
+    for (int r : reduces)
+      if (per_vector(k_.body[r].op)) body += vector_update(r, "      ");
     s += element_loop(body);
     for (int r : reduces) {
-      const std::string comb = combiner(k_.body[r].op);
-      if (c_.row_threads > 32)
-        s += fmt::format("  acc{} = kiln_block_{}<{}>(acc{}, kiln_slots[{}]);\n", r, comb, c_.row_threads, r,
-                         reduce_slot_.at(r));
-      else if (c_.row_threads > 1)
-        s += fmt::format("  acc{} = kiln_warp_{}<{}>(acc{});\n", r, comb, c_.row_threads, r);
-      std::string value = fmt::format("acc{}", r);
-      if (k_.body[r].op == ir::OpKind::ReduceMean) value = fmt::format("acc{} / {}", r, const_expr(DType::f32, n_));
-      s += fmt::format("  const float r{} = {};\n", r, value);
+      s += finish_reduction(r);
       s += reciprocal_of(static_cast<size_t>(r));
     }
     return s;
@@ -404,7 +537,7 @@ private:
   std::vector<bool> uniform_;
   std::vector<int> ready_;  // per op: the stage from which its value exists
   std::map<int, int> reduce_slot_;
-  int num_reduces_ = 0;
+  int num_slots_ = 0;  // shared-memory slots: one per accumulator of every reduction
   int phases_ = 0;
   int64_t n_ = 0, rows_ = 0;
   std::string idx_, suffix_;
@@ -417,7 +550,7 @@ LaunchDims row_reduce_launch_dims(const Kernel& k) {
   const ir::TileConfig& c = k.config;
   if (c.row_threads <= 0 || c.rows <= 0) throw Error(fmt::format("kernel @{} has no row tile config", k.name));
   LaunchDims d;
-  d.grid[0] = static_cast<unsigned>((ir::row_count(k) + c.rows - 1) / c.rows);
+  d.grid[0] = static_cast<unsigned>((ir::row_count(k) + c.rows - 1) / c.rows * std::max(1, c.cluster));
   d.block[0] = static_cast<unsigned>(c.row_threads * c.rows);
   return d;
 }

@@ -114,6 +114,110 @@ constexpr Helper kHelpers[] = {
      "  v = kiln_warp_min<32>(v);\n  if (threadIdx.x % 32 == 0) slots[threadIdx.x / 32] = v;\n  __syncthreads();\n"
      "  float r = slots[0];\n#pragma unroll\n  for (int i = 1; i < W / 32; ++i) r = kiln_min(r, slots[i]);\n"
      "  return r;\n}\n"},
+    // Online log-sum-exp: a part of a row is the pair (m, s), its max and the sum of
+    // exp(x - m) over it; the empty part is (-inf, 0). exp is exp2f of a pre-scaled
+    // difference: one fast instruction. When the max is -inf (an empty or all -inf part)
+    // the differences are taken from 0, so -inf - -inf never makes a NaN.
+    {"kiln_lse_base",
+     "static __device__ __forceinline__ float kiln_lse_base(float top) {\n"
+     "  return top == __int_as_float(0xff800000) ? 0.0f : top;\n}\n"},
+    {"kiln_lse_exp",  // exp(x - base)
+     "static __device__ __forceinline__ float kiln_lse_exp(float x, float base) {\n"
+     "  return exp2f((x - base) * 1.44269504088896341f);\n}\n"},
+    {"kiln_lse_add",  // (m, s) += (m2, s2): rescale both sums to the larger max
+     "static __device__ __forceinline__ void kiln_lse_add(float& m, float& s, float m2, float s2) {\n"
+     "  const float top = kiln_max(m, m2), base = kiln_lse_base(top);\n"
+     "  s = s * kiln_lse_exp(m, base) + s2 * kiln_lse_exp(m2, base);\n  m = top;\n}\n"},
+    {"kiln_lse_result",  // m + log(s); an infinite max is the answer itself
+     "static __device__ __forceinline__ float kiln_lse_result(float m, float s) {\n"
+     "  return fabsf(m) == __int_as_float(0x7f800000) ? m : m + logf(s);\n}\n"},
+    // Welford / Chan: a part of a row is (n, mean, m2), its count, mean and sum of squared
+    // deviations from the mean; merging two parts needs no second pass over either.
+    {"kiln_welford_add",  // (n, mean, m2) += (nb, meanb, m2b)
+     "static __device__ __forceinline__ void kiln_welford_add(float& n, float& mean, float& m2, float nb, "
+     "float meanb, float m2b) {\n"
+     "  const float total = n + nb;\n"
+     "  const float share = total > 0.0f ? __fdividef(nb, total) : 0.0f;  // nb / (n + nb)\n"
+     "  const float d = meanb - mean;\n"
+     "  mean = fmaf(d, share, mean);\n  m2 = m2 + m2b + d * d * n * share;\n  n = total;\n}\n"},
+    // The pair and triple combiners across a row's threads, as kiln_warp_sum and
+    // kiln_block_sum: butterflies, then one slot per warp and quantity in shared memory
+    // read back in warp order. A butterfly merges the lower lane's part first on both
+    // lanes, so every lane ends with the same bits.
+    {"kiln_warp_lse",
+     "template <int W> static __device__ __forceinline__ void kiln_warp_lse(float& m, float& s) {\n"
+     "#pragma unroll\n  for (int o = W / 2; o > 0; o /= 2) {\n"
+     "    const float m2 = __shfl_xor_sync(0xffffffffu, m, o), s2 = __shfl_xor_sync(0xffffffffu, s, o);\n"
+     "    kiln_lse_add(m, s, m2, s2);  // symmetric in its two parts\n  }\n}\n"},
+    {"kiln_block_lse",
+     "template <int W> static __device__ __forceinline__ void kiln_block_lse(float& m, float& s, float* slots_m, "
+     "float* slots_s) {\n"
+     "  kiln_warp_lse<32>(m, s);\n"
+     "  if (threadIdx.x % 32 == 0) {\n    slots_m[threadIdx.x / 32] = m;\n    slots_s[threadIdx.x / 32] = s;\n  }\n"
+     "  __syncthreads();\n  m = slots_m[0];\n  s = slots_s[0];\n"
+     "#pragma unroll\n  for (int i = 1; i < W / 32; ++i) kiln_lse_add(m, s, slots_m[i], slots_s[i]);\n}\n"},
+    {"kiln_warp_welford",
+     "template <int W> static __device__ __forceinline__ void kiln_warp_welford(float& n, float& mean, float& m2) {\n"
+     "#pragma unroll\n  for (int o = W / 2; o > 0; o /= 2) {\n"
+     "    const float on = __shfl_xor_sync(0xffffffffu, n, o), omean = __shfl_xor_sync(0xffffffffu, mean, o);\n"
+     "    const float om2 = __shfl_xor_sync(0xffffffffu, m2, o);\n"
+     "    if (threadIdx.x & o) {  // the upper lane: start from the lower lane's part\n"
+     "      float an = on, amean = omean, am2 = om2;\n"
+     "      kiln_welford_add(an, amean, am2, n, mean, m2);\n"
+     "      n = an;\n      mean = amean;\n      m2 = am2;\n"
+     "    } else {\n      kiln_welford_add(n, mean, m2, on, omean, om2);\n    }\n  }\n}\n"},
+    {"kiln_block_welford",
+     "template <int W> static __device__ __forceinline__ void kiln_block_welford(float& n, float& mean, float& m2, "
+     "float* slots_n, float* slots_mean, float* slots_m2) {\n"
+     "  kiln_warp_welford<32>(n, mean, m2);\n"
+     "  if (threadIdx.x % 32 == 0) {\n"
+     "    slots_n[threadIdx.x / 32] = n;\n    slots_mean[threadIdx.x / 32] = mean;\n"
+     "    slots_m2[threadIdx.x / 32] = m2;\n  }\n"
+     "  __syncthreads();\n  n = slots_n[0];\n  mean = slots_mean[0];\n  m2 = slots_m2[0];\n"
+     "#pragma unroll\n  for (int i = 1; i < W / 32; ++i) kiln_welford_add(n, mean, m2, slots_n[i], slots_mean[i], "
+     "slots_m2[i]);\n}\n"},
+    // Clusters (sm_90): a cluster's blocks share a row. Each block's thread 0 publishes
+    // the block's partial in its shared memory; after the cluster barrier every thread
+    // reads all the blocks' partials (distributed shared memory) in rank order, so
+    // every block ends with the same bits.
+    {"kiln_cluster_sync",
+     "static __device__ __forceinline__ void kiln_cluster_sync() {\n"
+     "  asm volatile(\"barrier.cluster.arrive.release.aligned;\\n\\tbarrier.cluster.wait.acquire.aligned;\" ::: "
+     "\"memory\");\n}\n"},
+    {"kiln_cluster_load",
+     "static __device__ __forceinline__ float kiln_cluster_load(const float* p, unsigned rank) {\n"
+     "  const unsigned local = (unsigned)__cvta_generic_to_shared(p);\n  unsigned remote;\n"
+     "  asm volatile(\"mapa.shared::cluster.u32 %0, %1, %2;\" : \"=r\"(remote) : \"r\"(local), \"r\"(rank));\n"
+     "  float v;\n  asm volatile(\"ld.shared::cluster.f32 %0, [%1];\" : \"=f\"(v) : \"r\"(remote) : \"memory\");\n"
+     "  return v;\n}\n"},
+    {"kiln_cluster_sum",
+     "template <int C> static __device__ __forceinline__ float kiln_cluster_sum(float v, float* slot) {\n"
+     "  if (threadIdx.x == 0) *slot = v;\n  kiln_cluster_sync();\n  float r = kiln_cluster_load(slot, 0);\n"
+     "#pragma unroll\n  for (int i = 1; i < C; ++i) r += kiln_cluster_load(slot, i);\n  return r;\n}\n"},
+    {"kiln_cluster_max",
+     "template <int C> static __device__ __forceinline__ float kiln_cluster_max(float v, float* slot) {\n"
+     "  if (threadIdx.x == 0) *slot = v;\n  kiln_cluster_sync();\n  float r = kiln_cluster_load(slot, 0);\n"
+     "#pragma unroll\n  for (int i = 1; i < C; ++i) r = kiln_max(r, kiln_cluster_load(slot, i));\n  return r;\n}\n"},
+    {"kiln_cluster_min",
+     "template <int C> static __device__ __forceinline__ float kiln_cluster_min(float v, float* slot) {\n"
+     "  if (threadIdx.x == 0) *slot = v;\n  kiln_cluster_sync();\n  float r = kiln_cluster_load(slot, 0);\n"
+     "#pragma unroll\n  for (int i = 1; i < C; ++i) r = kiln_min(r, kiln_cluster_load(slot, i));\n  return r;\n}\n"},
+    {"kiln_cluster_lse",
+     "template <int C> static __device__ __forceinline__ void kiln_cluster_lse(float& m, float& s, float* slot_m, "
+     "float* slot_s) {\n"
+     "  if (threadIdx.x == 0) {\n    *slot_m = m;\n    *slot_s = s;\n  }\n  kiln_cluster_sync();\n"
+     "  m = kiln_cluster_load(slot_m, 0);\n  s = kiln_cluster_load(slot_s, 0);\n"
+     "#pragma unroll\n  for (int i = 1; i < C; ++i) kiln_lse_add(m, s, kiln_cluster_load(slot_m, i), "
+     "kiln_cluster_load(slot_s, i));\n}\n"},
+    {"kiln_cluster_welford",
+     "template <int C> static __device__ __forceinline__ void kiln_cluster_welford(float& n, float& mean, float& m2, "
+     "float* slot_n, float* slot_mean, float* slot_m2) {\n"
+     "  if (threadIdx.x == 0) {\n    *slot_n = n;\n    *slot_mean = mean;\n    *slot_m2 = m2;\n  }\n"
+     "  kiln_cluster_sync();\n  n = kiln_cluster_load(slot_n, 0);\n  mean = kiln_cluster_load(slot_mean, 0);\n"
+     "  m2 = kiln_cluster_load(slot_m2, 0);\n"
+     "#pragma unroll\n  for (int i = 1; i < C; ++i)\n"
+     "    kiln_welford_add(n, mean, m2, kiln_cluster_load(slot_n, i), kiln_cluster_load(slot_mean, i), "
+     "kiln_cluster_load(slot_m2, i));\n}\n"},
     {"kiln_round_f16",
      "static __device__ __forceinline__ float kiln_round_f16(float x) { return __half2float(__float2half_rn(x)); }\n"},
     {"kiln_round_bf16",

@@ -1,10 +1,13 @@
 // Reference semantics of the composite ops: softmax and log_softmax (max-subtracted),
 // layer_norm (biased variance), rms_norm and attention. Each is one op: everything is
-// computed in double and only its final result is rounded to the dtype.
+// computed in double and only its final result is rounded to the dtype. Rows (and
+// blocks of positions along an inner axis) are independent and split over threads.
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include "ir/error.h"
@@ -33,29 +36,47 @@ AxisView view_around(const Shape& shape, int axis) {
   return v;
 }
 
+// Runs body(o, i_begin, i_end) over every outer index and every block of inner
+// positions, split over threads. The positions are independent of each other (each
+// has its own accumulators), so any split gives the same values.
+// A block holds at most kInnerBlock positions, so its accumulators fit in arrays on the stack.
+constexpr int64_t kInnerBlock = 256;
+using BlockAccumulators = std::array<double, kInnerBlock>;
+
+void for_each_axis_block(const AxisView& av, const std::function<void(int64_t, int64_t, int64_t)>& body) {
+  const int64_t blocks = (av.inner + kInnerBlock - 1) / kInnerBlock;
+  const int64_t block = (av.inner + blocks - 1) / blocks;
+  parallel_for(av.outer * blocks, av.len * block, [&](int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t i0 = (item % blocks) * block;
+      body(item / blocks, i0, std::min(i0 + block, av.inner));
+    }
+  });
+}
+
 std::vector<double> softmax_values(const HostTensor& x, int axis, bool log) {
   const AxisView av = view_around(x.type.shape, axis);
   std::vector<double> out(x.values.size());
-  std::vector<double> mx(av.inner), sum(av.inner);
-  for (int64_t o = 0; o < av.outer; ++o) {
+  for_each_axis_block(av, [&](int64_t o, int64_t i0, int64_t i1) {
     const double* in = x.values.data() + o * av.len * av.inner;
     double* dst = out.data() + o * av.len * av.inner;
+    BlockAccumulators mx, sum;  // indexed by i - i0
     std::fill(mx.begin(), mx.end(), -kInf);
     std::fill(sum.begin(), sum.end(), 0.0);
     for (int64_t l = 0; l < av.len; ++l)
-      for (int64_t i = 0; i < av.inner; ++i) mx[i] = max_nan(mx[i], in[l * av.inner + i]);
+      for (int64_t i = i0; i < i1; ++i) mx[i - i0] = max_nan(mx[i - i0], in[l * av.inner + i]);
     for (int64_t l = 0; l < av.len; ++l)
-      for (int64_t i = 0; i < av.inner; ++i) {
-        const double e = std::exp(in[l * av.inner + i] - mx[i]);
+      for (int64_t i = i0; i < i1; ++i) {
+        const double e = std::exp(in[l * av.inner + i] - mx[i - i0]);
         dst[l * av.inner + i] = e;
-        sum[i] += e;
+        sum[i - i0] += e;
       }
     for (int64_t l = 0; l < av.len; ++l)
-      for (int64_t i = 0; i < av.inner; ++i) {
+      for (int64_t i = i0; i < i1; ++i) {
         const int64_t at = l * av.inner + i;
-        dst[at] = log ? in[at] - mx[i] - std::log(sum[i]) : dst[at] / sum[i];
+        dst[at] = log ? in[at] - mx[i - i0] - std::log(sum[i - i0]) : dst[at] / sum[i - i0];
       }
-  }
+  });
   return out;
 }
 
@@ -65,35 +86,35 @@ std::vector<double> norm_values(const HostTensor& x, int axis, double eps, const
   const AxisView av = view_around(x.type.shape, axis);
   const double n = static_cast<double>(av.len);
   std::vector<double> out(x.values.size());
-  std::vector<double> mean(av.inner), scale(av.inner);
-  for (int64_t o = 0; o < av.outer; ++o) {
+  for_each_axis_block(av, [&](int64_t o, int64_t i0, int64_t i1) {
     const double* in = x.values.data() + o * av.len * av.inner;
     double* dst = out.data() + o * av.len * av.inner;
+    BlockAccumulators mean, scale;  // indexed by i - i0
     std::fill(mean.begin(), mean.end(), 0.0);
     std::fill(scale.begin(), scale.end(), 0.0);
     if (bias) {  // mean, then the biased variance around it (two passes)
       for (int64_t l = 0; l < av.len; ++l)
-        for (int64_t i = 0; i < av.inner; ++i) mean[i] += in[l * av.inner + i];
-      for (double& m : mean) m /= n;
+        for (int64_t i = i0; i < i1; ++i) mean[i - i0] += in[l * av.inner + i];
+      for (int64_t i = i0; i < i1; ++i) mean[i - i0] /= n;
       for (int64_t l = 0; l < av.len; ++l)
-        for (int64_t i = 0; i < av.inner; ++i) {
-          const double d = in[l * av.inner + i] - mean[i];
-          scale[i] += d * d;
+        for (int64_t i = i0; i < i1; ++i) {
+          const double d = in[l * av.inner + i] - mean[i - i0];
+          scale[i - i0] += d * d;
         }
     } else {  // mean of squares; nothing is subtracted
       for (int64_t l = 0; l < av.len; ++l)
-        for (int64_t i = 0; i < av.inner; ++i) scale[i] += in[l * av.inner + i] * in[l * av.inner + i];
+        for (int64_t i = i0; i < i1; ++i) scale[i - i0] += in[l * av.inner + i] * in[l * av.inner + i];
     }
-    for (double& s : scale) s = 1.0 / std::sqrt(s / n + eps);
+    for (int64_t i = i0; i < i1; ++i) scale[i - i0] = 1.0 / std::sqrt(scale[i - i0] / n + eps);
     for (int64_t l = 0; l < av.len; ++l) {
       const double w = weight.values[static_cast<size_t>(l)];
       const double b = bias ? bias->values[static_cast<size_t>(l)] : 0.0;
-      for (int64_t i = 0; i < av.inner; ++i) {
+      for (int64_t i = i0; i < i1; ++i) {
         const int64_t at = l * av.inner + i;
-        dst[at] = (in[at] - mean[i]) * scale[i] * w + b;
+        dst[at] = (in[at] - mean[i - i0]) * scale[i - i0] * w + b;
       }
     }
-  }
+  });
   return out;
 }
 
@@ -106,14 +127,16 @@ std::vector<double> attention_values(const HostTensor& q, const HostTensor& k, c
   const int64_t sk = k.type.shape[r - 2], dv = v.type.shape[r - 1];
   const int64_t batch = q.type.numel() / (sq * d);
   std::vector<double> out(static_cast<size_t>(numel(out_shape)), 0.0);
-  std::vector<double> p(static_cast<size_t>(sk));
-  for (int64_t bi = 0; bi < batch; ++bi) {
-    const double* qb = q.values.data() + bi * sq * d;
-    const double* kb = k.values.data() + bi * sk * d;
-    const double* vb = v.values.data() + bi * sk * dv;
-    for (int64_t i = 0; i < sq; ++i) {
+  // One query row per piece of work: rows are independent, each with its own scores.
+  parallel_for(batch * sq, sk * (d + dv), [&](int64_t begin, int64_t end) {
+    std::vector<double> p(static_cast<size_t>(sk));
+    for (int64_t query = begin; query < end; ++query) {
+      const int64_t bi = query / sq, i = query % sq;
+      const double* qb = q.values.data() + bi * sq * d;
+      const double* kb = k.values.data() + bi * sk * d;
+      const double* vb = v.values.data() + bi * sk * dv;
       const int64_t seen = causal ? std::min(i + 1, sk) : sk;
-      double* row = out.data() + (bi * sq + i) * dv;
+      double* row = out.data() + query * dv;
       if (seen == 0) continue;  // fully masked: zeros
       double mx = -kInf;
       for (int64_t j = 0; j < seen; ++j) {
@@ -132,7 +155,7 @@ std::vector<double> attention_values(const HostTensor& q, const HostTensor& k, c
         for (int64_t c = 0; c < dv; ++c) row[c] += w * vb[j * dv + c];
       }
     }
-  }
+  });
   return out;
 }
 

@@ -1,6 +1,7 @@
 // Reference semantics of the element-wise ops: unary math, cast, binary arithmetic,
 // comparisons and select, with numpy broadcasting. Math in double; each result is
-// rounded to the result dtype once, as the GPU rounds when it stores it.
+// rounded to the result dtype once, as the GPU rounds when it stores it. Every element
+// is computed on its own, so the work splits over threads by ranges of elements.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -17,20 +18,24 @@ template <class F>
 std::vector<double> map1(const HostTensor& x, F f) {
   std::vector<double> out(x.values.size());
   const double* in = x.values.data();
-  for (size_t i = 0; i < out.size(); ++i) out[i] = f(in[i]);
+  double* o = out.data();
+  parallel_for(static_cast<int64_t>(out.size()), 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) o[i] = f(in[i]);
+  });
   return out;
 }
 
 template <class F>
 std::vector<double> map2(const HostTensor& a, const HostTensor& b, const Shape& shape, F f) {
   std::vector<double> out(static_cast<size_t>(numel(shape)));
-  double* o = out.data();
+  double* out_data = out.data();
   const double *pa = a.values.data(), *pb = b.values.data();
   std::array<Shape, 2> strides{broadcast_strides(a.type.shape, shape), broadcast_strides(b.type.shape, shape)};
-  for_each_row<2>(shape, strides, [&](const auto& base, int64_t len, const auto& step) {
+  parallel_for_each_row<2>(shape, strides, [&](const auto& base, int64_t len, const auto& step, int64_t first) {
     const double *x = pa + base[0], *y = pb + base[1];
     const int64_t sx = step[0], sy = step[1];
-    for (int64_t j = 0; j < len; ++j) *o++ = f(x[j * sx], y[j * sy]);
+    double* o = out_data + first;
+    for (int64_t j = 0; j < len; ++j) o[j] = f(x[j * sx], y[j * sy]);
   });
   return out;
 }
@@ -118,13 +123,14 @@ HostTensor eval_binary(const Node& n, const HostTensor& a, const HostTensor& b) 
 HostTensor eval_select(const Node& n, const HostTensor& cond, const HostTensor& a, const HostTensor& b) {
   const Shape& shape = n.result->type.shape;
   std::vector<double> out(static_cast<size_t>(numel(shape)));
-  double* o = out.data();
+  double* out_data = out.data();
   const double *pc = cond.values.data(), *pa = a.values.data(), *pb = b.values.data();
   std::array<Shape, 3> strides{broadcast_strides(cond.type.shape, shape), broadcast_strides(a.type.shape, shape),
                                broadcast_strides(b.type.shape, shape)};
-  for_each_row<3>(shape, strides, [&](const auto& base, int64_t len, const auto& step) {
+  parallel_for_each_row<3>(shape, strides, [&](const auto& base, int64_t len, const auto& step, int64_t first) {
+    double* o = out_data + first;
     for (int64_t j = 0; j < len; ++j)
-      *o++ = pc[base[0] + j * step[0]] != 0 ? pa[base[1] + j * step[1]] : pb[base[2] + j * step[2]];
+      o[j] = pc[base[0] + j * step[0]] != 0 ? pa[base[1] + j * step[1]] : pb[base[2] + j * step[2]];
   });
   return exact_tensor(n.result->type, std::move(out));  // picks values already in the dtype
 }

@@ -15,6 +15,7 @@ std::string_view kernel_kind_name(KernelKind k) {
   switch (k) {
     case KernelKind::Pointwise: return "pointwise";
     case KernelKind::RowReduce: return "row_reduce";
+    case KernelKind::ColReduce: return "col_reduce";
   }
   return "?";
 }
@@ -67,6 +68,54 @@ std::vector<bool> row_uniform(const Kernel& k) {
 
 namespace {
 
+bool is_reduced_axis(const Kernel& k, size_t d) {
+  return std::find(k.reduced_axes.begin(), k.reduced_axes.end(), static_cast<int64_t>(d)) != k.reduced_axes.end();
+}
+
+}  // namespace
+
+int64_t col_reduced_count(const Kernel& k) {
+  int64_t n = 1;
+  for (int64_t d : k.reduced_axes) n *= k.space().at(static_cast<size_t>(d));
+  return n;
+}
+int64_t col_count(const Kernel& k) { return k.numel() / col_reduced_count(k); }
+
+std::vector<int64_t> per_col_strides(const Kernel& k) {
+  const Shape& space = k.space();
+  Shape kept;
+  for (size_t d = 0; d < space.size(); ++d)
+    if (!is_reduced_axis(k, d)) kept.push_back(space[d]);
+  std::vector<int64_t> kept_strides = contiguous_strides(kept), s;
+  for (size_t d = 0, j = 0; d < space.size(); ++d) s.push_back(is_reduced_axis(k, d) ? 0 : kept_strides[j++]);
+  return s;
+}
+
+std::vector<bool> col_uniform(const Kernel& k) {
+  std::vector<bool> uniform(k.body.size(), true);
+  auto along_reduced = [&](const std::vector<int64_t>& s) {
+    for (int64_t d : k.reduced_axes)
+      if (s.at(static_cast<size_t>(d)) != 0) return true;
+    return false;
+  };
+  for (size_t id = 0; id < k.body.size(); ++id) {
+    const ScalarOp& op = k.body[id];
+    switch (op.kind) {
+      case ScalarKind::Load: uniform[id] = !along_reduced(k.args.at(op.arg).strides); break;
+      case ScalarKind::Index: uniform[id] = !along_reduced(op.coeffs); break;
+      case ScalarKind::Op:
+      case ScalarKind::Store:
+        for (int x : op.operands) uniform[id] = uniform[id] && uniform[x];
+        break;
+      case ScalarKind::Const:
+      case ScalarKind::Reduce: break;
+    }
+  }
+  return uniform;
+}
+
+namespace {
+
 // Merges neighbouring dims of `space` that every access walks as one.
 CollapsedSpace merge_dims(const Shape& space, const std::vector<std::vector<int64_t>>& in, size_t num_args) {
   Shape dims;
@@ -94,6 +143,31 @@ CollapsedSpace merge_dims(const Shape& space, const std::vector<std::vector<int6
   return c;
 }
 
+// A col-reduce kernel's form: its reduced dims merged among themselves, then its kept dims.
+CollapsedSpace collapse_col(const Kernel& k, const std::vector<std::vector<int64_t>>& in) {
+  const Shape& space = k.space();
+  CollapsedSpace sides[2];  // reduced, kept
+  for (int kept = 0; kept < 2; ++kept) {
+    Shape dims;
+    std::vector<std::vector<int64_t>> part(in.size());
+    for (size_t d = 0; d < space.size(); ++d) {
+      if (is_reduced_axis(k, d) == (kept == 1)) continue;
+      dims.push_back(space[d]);
+      for (size_t a = 0; a < in.size(); ++a) part[a].push_back(in[a][d]);
+    }
+    sides[kept] = merge_dims(dims, part, k.args.size());
+  }
+  CollapsedSpace c = std::move(sides[0]);
+  c.reduced_dims = static_cast<int>(c.dims.size());
+  c.dims.insert(c.dims.end(), sides[1].dims.begin(), sides[1].dims.end());
+  for (size_t a = 0; a < c.arg_strides.size(); ++a)
+    c.arg_strides[a].insert(c.arg_strides[a].end(), sides[1].arg_strides[a].begin(), sides[1].arg_strides[a].end());
+  for (size_t i = 0; i < c.index_coeffs.size(); ++i)
+    c.index_coeffs[i].insert(c.index_coeffs[i].end(), sides[1].index_coeffs[i].begin(),
+                             sides[1].index_coeffs[i].end());
+  return c;
+}
+
 }  // namespace
 
 CollapsedSpace collapse(const Kernel& k) {
@@ -102,6 +176,7 @@ CollapsedSpace collapse(const Kernel& k) {
   for (const KernelArg& a : k.args) in.push_back(a.strides);
   for (const ScalarOp& op : k.body)
     if (op.kind == ScalarKind::Index) in.push_back(op.coeffs);
+  if (k.kind == KernelKind::ColReduce && !space.empty()) return collapse_col(k, in);
   if (k.kind != KernelKind::RowReduce || space.empty()) return merge_dims(space, in, k.args.size());
 
   // The row dims collapse among themselves; the reduced dim stays last, whatever its size.
@@ -124,16 +199,52 @@ CollapsedSpace collapse(const Kernel& k) {
   return c;
 }
 
+namespace {
+
+std::string ints_str(const std::vector<int64_t>& v);
+
+// The col-reduce space: reduced dims sorted and outside the kept ones.
+template <class Fail>
+void verify_col_space(const Kernel& k, const Fail& fail) {
+  const Shape& space = k.space();
+  if (space.empty()) fail("a col_reduce kernel needs a space of rank 1 or more");
+  if (k.reduced_axes.empty()) fail("a col_reduce kernel reduces at least one dim");
+  for (size_t i = 0; i < k.reduced_axes.size(); ++i) {
+    int64_t d = k.reduced_axes[i];
+    if (d < 0 || d >= static_cast<int64_t>(space.size()) || (i > 0 && d <= k.reduced_axes[i - 1]))
+      fail(fmt::format("reduced dims {} must be distinct dims of {}, sorted", ints_str(k.reduced_axes),
+                       shape_str(space)));
+  }
+  bool seen_kept = false;  // a kept dim of size > 1
+  for (size_t d = 0; d < space.size(); ++d) {
+    if (space[d] == 1) continue;
+    bool reduced = std::count(k.reduced_axes.begin(), k.reduced_axes.end(), static_cast<int64_t>(d)) > 0;
+    if (reduced && seen_kept)
+      fail(fmt::format("dim {} of {} is reduced but lies inside a kept dim; a col_reduce kernel reduces outer dims",
+                       d, shape_str(space)));
+    seen_kept = seen_kept || !reduced;
+  }
+}
+
+}  // namespace
+
 void verify(const Kernel& k) {
   auto fail = [&](const std::string& what) { throw Error(fmt::format("kernel @{}: {}", k.name, what)); };
   const Shape& space = k.space();
   const size_t rank = space.size();
+  if (k.kind == KernelKind::ColReduce) verify_col_space(k, fail);
   std::set<std::string> names;
   for (const KernelArg& a : k.args) {
     if (!names.insert(a.name).second) fail(fmt::format("argument %{} is named twice", a.name));
     if (a.strides.size() != rank)
       fail(fmt::format("argument %{} has {} strides; the iteration space {} has rank {}", a.name, a.strides.size(),
                        shape_str(space), rank));
+    if (a.is_output && k.kind == KernelKind::ColReduce) {
+      if (a.type.numel() != col_count(k) || a.strides != per_col_strides(k))
+        fail(fmt::format("output %{}: {} is not one value per column of the space {} reduced over {}", a.name,
+                         a.type.str(), shape_str(space), ints_str(k.reduced_axes)));
+      continue;
+    }
     if (a.is_output && k.kind == KernelKind::RowReduce) {
       bool full = a.type.shape == space && a.strides == contiguous_strides(space);
       bool per_row = a.type.numel() == row_count(k) && a.strides == per_row_strides(space);
@@ -188,7 +299,8 @@ void verify(const Kernel& k) {
       }
       case ScalarKind::Const: break;
       case ScalarKind::Reduce: {
-        if (k.kind != KernelKind::RowReduce) fail(where + ": only a row_reduce kernel reduces");
+        if (k.kind != KernelKind::RowReduce && k.kind != KernelKind::ColReduce)
+          fail(where + ": only a row_reduce kernel reduces (or a col_reduce one)");
         if (op_info(op.op).category != OpCategory::Reduce)
           fail(fmt::format("{}: {} is not a reduction", where, op_name(op.op)));
         if (op.operands.size() != 1) fail(where + ": a reduction takes one operand");
@@ -204,6 +316,8 @@ void verify(const Kernel& k) {
         }
         if (op.phase != phase) fail(fmt::format("{} is in phase {}; its operand makes it phase {}", where, op.phase,
                                                 phase));
+        if (k.kind == KernelKind::ColReduce && phase != 0)
+          fail(where + ": a col_reduce kernel reads its columns once, so no reduction may depend on another");
         break;
       }
       case ScalarKind::Index:
@@ -226,6 +340,15 @@ void verify(const Kernel& k) {
           k.args[op.arg].type.shape != space && !uniform[op.operands[0]])
         fail(fmt::format("op %{} stores a value that varies along the row into the per-row output %{}", id,
                          k.args[op.arg].name));
+    }
+  }
+  if (k.kind == KernelKind::ColReduce) {
+    std::vector<bool> uniform = col_uniform(k);
+    for (size_t id = 0; id < k.body.size(); ++id) {
+      const ScalarOp& op = k.body[id];
+      if (op.kind == ScalarKind::Store && !uniform[op.operands[0]])
+        fail(fmt::format("op %{} stores a value that varies along the reduced dims into the per-column output %{}",
+                         id, k.args[op.arg].name));
     }
   }
   for (size_t i = 0; i < k.args.size(); ++i)
@@ -284,6 +407,7 @@ std::string print(const Kernel& k) {
   for (size_t i = 0; i < k.args.size(); ++i) out += (i ? ", " : "") + arg_str(k.args[i], space);
   out += ")";
   if (k.kind == KernelKind::RowReduce) out += " rows " + ints_str(space);
+  if (k.kind == KernelKind::ColReduce) out += " space " + ints_str(space) + " reduce " + ints_str(k.reduced_axes);
   if (k.config != TileConfig{}) out += " config " + k.config.str();
   out += " {\n";
   for (size_t id = 0; id < k.body.size(); ++id) out += "  " + op_str(k, id) + "\n";

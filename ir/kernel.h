@@ -23,8 +23,8 @@
 namespace kiln::ir {
 
 // Kinds get a row here when their emitter exists.
-enum class KernelKind : uint8_t { Pointwise, RowReduce };
-// "pointwise", "row_reduce": as in the graph's kernel blocks.
+enum class KernelKind : uint8_t { Pointwise, RowReduce, ColReduce };
+// "pointwise", "row_reduce", "col_reduce": as in the graph's kernel blocks.
 std::string_view kernel_kind_name(KernelKind k);
 
 // A tensor the kernel reads or writes. The iteration space of a pointwise kernel is
@@ -45,8 +45,9 @@ enum class ScalarKind : uint8_t {
   Index,  // sum_d i[d] * coeffs[d] as `dtype` (iota)
   Op,     // element-wise `op` (cast included) on earlier ids, result `dtype`
   Store,  // output `arg` = operands[0]
-  // Row-reduce kernels only: `op` (ReduceSum, ReduceMax, ReduceMin, ReduceMean) of
-  // operands[0] over the current row. The result is one value per row. `phase` counts
+  // Row-reduce kernels: `op` (ReduceSum, ReduceMax, ReduceMin, ReduceMean) of
+  // operands[0] over the current row. Col-reduce kernels: over the reduced dims, one
+  // value per column; always phase 0 (the columns are read once). The result is one value per row. `phase` counts
   // the reductions it waits for: 0 when its operand needs none, else one more than the
   // latest reduction its operand uses (softmax: max is phase 0, the sum of exp(x - max)
   // phase 1). The emitter runs the phases in order over the row.
@@ -76,6 +77,10 @@ struct Kernel {
   // reduced (N, the reduced axis, is innermost). Outputs are full-size (this shape) or
   // one value per row. Empty for pointwise kernels, whose space is their outputs' shape.
   Shape row_space;
+  // Col-reduce kernels: row_space is the space [K..., N...] of the reduced operand and
+  // these are its reduced dims (sorted). Every reduced dim of size > 1 lies outside
+  // every kept dim of size > 1; outputs hold one value per kept element (a column).
+  std::vector<int64_t> reduced_axes;
 
   // Appends an op and returns its id.
   int add(ScalarOp op) {
@@ -91,12 +96,15 @@ struct Kernel {
 // every argument and index walks them as one (as a row-major tensor does): a
 // same-shape element-wise kernel has one dim; a row broadcast keeps two. Empty dims
 // (a one-element space) become {1}. A row-reduce kernel keeps its last (reduced) dim
-// apart, even of size 1, and merges only the row dims: its form is [rows..., N].
+// apart, even of size 1, and merges only the row dims: its form is [rows..., N]. A
+// col-reduce kernel merges its reduced dims and its kept dims apart, each side at
+// least one dim ({1} when it has no element to tell apart): [K..., N...].
 // Codegen indexes through this form.
 struct CollapsedSpace {
   Shape dims;
   std::vector<std::vector<int64_t>> arg_strides;    // per Kernel::args entry
   std::vector<std::vector<int64_t>> index_coeffs;   // per Index op, in body order
+  int reduced_dims = 0;  // col_reduce: the leading dims of `dims` that are reduced (K), the rest kept (N)
 };
 CollapsedSpace collapse(const Kernel& k);
 
@@ -109,6 +117,16 @@ int64_t row_length(const Kernel& k);
 // Row-major strides of a per-row value ([rows..., 1] or [rows...]) over `space`: the
 // row-major strides of the leading dims and 0 on the last (and on size-1 dims).
 std::vector<int64_t> per_row_strides(const Shape& space);
+
+// Col-reduce kernels: per body op, whether its value is the same along the reduced
+// dims (one value per column: reductions, constants, loads of per-column arguments).
+std::vector<bool> col_uniform(const Kernel& k);
+// Col-reduce kernels: the reduced count K and the column count N (numel = K * N).
+int64_t col_reduced_count(const Kernel& k);
+int64_t col_count(const Kernel& k);
+// Col-reduce kernels: the strides over the space of a per-column value (0 on the
+// reduced dims, row-major over the kept ones).
+std::vector<int64_t> per_col_strides(const Kernel& k);
 
 // Row-major strides of `space` with 0 on size-1 dims: an argument read with these
 // strides is contiguous over the iteration space.

@@ -21,6 +21,8 @@ std::vector<AttrSpec> schema_for(OpKind k) {
     case OpKind::ReduceMax:
     case OpKind::ReduceMin:
     case OpKind::ReduceMean:
+    case OpKind::ReduceLogSumExp:
+    case OpKind::ReduceVar:
       return {{"axis", K::IntList, std::nullopt}, {"keepdim", K::Bool, AttrValue{false}}};
     case OpKind::Transpose: return {{"perm", K::IntList, std::nullopt}};
     case OpKind::Matmul:
@@ -113,7 +115,8 @@ TensorType infer_reduce(OpKind k, const std::vector<TensorType>& in, const Attrs
     if (reduced[*n]) fail(k, in, fmt::format("axis {} is named twice", a));
     reduced[*n] = true;
   }
-  if (k == OpKind::ReduceMean) require_float(k, in, x);
+  // Averages, exponentials and variances have no integer meaning.
+  if (k == OpKind::ReduceMean || k == OpKind::ReduceLogSumExp || k == OpKind::ReduceVar) require_float(k, in, x);
   if (x.dtype == DType::i1) fail(k, in, "cannot reduce i1 values; cast them first");
   bool keep = attrs.get_bool("keepdim");
   Shape out;

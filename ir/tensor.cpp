@@ -1,26 +1,61 @@
+// HostTensor's rounding and its conversions to and from the packed device layout, and
+// random_tensor. All of them treat every element on its own and split the elements
+// over threads (ir/parallel.h), so their results do not depend on the thread count.
 #include "ir/tensor.h"
 
 #include <cstring>
-#include <random>
+
+#include "ir/parallel.h"
 
 namespace kiln {
 
+namespace {
+
+// Runs f(i) for every element index in [0, n), split over threads.
+template <class F>
+void for_each_index(size_t n, F f) {
+  ir::parallel_for(static_cast<int64_t>(n), 1, [&](int64_t begin, int64_t end) {
+    for (auto i = static_cast<size_t>(begin); i < static_cast<size_t>(end); ++i) f(i);
+  });
+}
+
+template <class T>
+void store(std::byte* p, size_t i, T value) {
+  std::memcpy(p + sizeof(T) * i, &value, sizeof(T));
+}
+
+// splitmix64's output function: a bijective mix of all 64 bits.
+uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
 HostTensor::HostTensor(TensorType t, std::vector<double> v) : type(std::move(t)), values(std::move(v)) {
-  for (double& x : values) x = round_to(type.dtype, x);
+  double* x = values.data();
+  const DType dt = type.dtype;
+  for_each_index(values.size(), [&](size_t i) { x[i] = round_to(dt, x[i]); });
 }
 
 std::vector<std::byte> HostTensor::to_bytes() const {
   std::vector<std::byte> out(static_cast<size_t>(type.bytes()));
   std::byte* p = out.data();
-  for (size_t i = 0; i < values.size(); ++i) {
-    double x = values[i];
-    switch (type.dtype) {
-      case DType::f32: { float f = static_cast<float>(x); std::memcpy(p + 4 * i, &f, 4); break; }
-      case DType::f16: { uint16_t h = float_to_half_bits(static_cast<float>(x)); std::memcpy(p + 2 * i, &h, 2); break; }
-      case DType::bf16: { uint16_t b = float_to_bf16_bits(static_cast<float>(x)); std::memcpy(p + 2 * i, &b, 2); break; }
-      case DType::i32: { int32_t n = static_cast<int32_t>(round_to(DType::i32, x)); std::memcpy(p + 4 * i, &n, 4); break; }
-      case DType::i1: p[i] = static_cast<std::byte>(x != 0 ? 1 : 0); break;
-    }
+  const double* x = values.data();
+  const size_t n = values.size();
+  switch (type.dtype) {
+    case DType::f32: for_each_index(n, [&](size_t i) { store(p, i, static_cast<float>(x[i])); }); break;
+    case DType::f16:
+      for_each_index(n, [&](size_t i) { store(p, i, float_to_half_bits(static_cast<float>(x[i]))); });
+      break;
+    case DType::bf16:
+      for_each_index(n, [&](size_t i) { store(p, i, float_to_bf16_bits(static_cast<float>(x[i]))); });
+      break;
+    case DType::i32:
+      for_each_index(n, [&](size_t i) { store(p, i, static_cast<int32_t>(round_to(DType::i32, x[i]))); });
+      break;
+    case DType::i1: for_each_index(n, [&](size_t i) { p[i] = static_cast<std::byte>(x[i] != 0 ? 1 : 0); }); break;
   }
   return out;
 }
@@ -39,24 +74,31 @@ double decode_element(DType t, const void* data, size_t i) {
 
 HostTensor HostTensor::from_bytes(const TensorType& t, const void* data) {
   HostTensor h(t);
-  for (size_t i = 0; i < h.values.size(); ++i) h.values[i] = decode_element(t.dtype, data, i);
+  double* x = h.values.data();
+  for_each_index(h.values.size(), [&](size_t i) { x[i] = decode_element(t.dtype, data, i); });
   return h;
 }
 
+// Counter-based: element i's value comes from a hash of (seed, i) alone, so any range
+// of elements can be generated on its own. One 64-bit hash per element: its low bit is
+// the sign (or the i1 value), its top 53 bits the magnitude or the digit.
 HostTensor random_tensor(const TensorType& t, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> mag(0.1, 1.0);
-  std::uniform_int_distribution<int> digit(1, 9), bit(0, 1);
-  std::vector<double> v(static_cast<size_t>(t.numel()));
-  for (double& x : v) {
-    double sign = bit(rng) ? 1.0 : -1.0;
-    switch (t.dtype) {
-      case DType::i32: x = sign * digit(rng); break;
-      case DType::i1: x = bit(rng); break;
-      default: x = sign * mag(rng); break;
+  constexpr uint64_t kGamma = 0x9e3779b97f4a7c15ull;  // splitmix64's increment
+  const uint64_t key = mix64(seed + kGamma);
+  HostTensor h(t);
+  double* x = h.values.data();
+  const DType dt = t.dtype;
+  for_each_index(h.values.size(), [&](size_t i) {
+    const uint64_t bits = mix64(key + kGamma * (i + 1));
+    const double sign = (bits & 1) ? 1.0 : -1.0;
+    const double unit = static_cast<double>(bits >> 11) * 0x1.0p-53;  // uniform in [0, 1)
+    switch (dt) {
+      case DType::i32: x[i] = sign * static_cast<double>(1 + ((bits >> 11) * 9 >> 53)); break;  // 1..9
+      case DType::i1: x[i] = static_cast<double>(bits & 1); break;
+      default: x[i] = round_to(dt, sign * (0.1 + 0.9 * unit)); break;  // +-[0.1, 1)
     }
-  }
-  return HostTensor(t, std::move(v));
+  });
+  return h;
 }
 
 }  // namespace kiln

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <limits>
 
 #include "ir/error.h"
@@ -27,6 +28,10 @@ constexpr Field kFields[] = {
     {"row_threads", &TileConfig::row_threads},
     {"rows", &TileConfig::rows},
     {"stream", &TileConfig::stream},
+    {"cluster", &TileConfig::cluster},
+    {"cols", &TileConfig::cols},
+    {"k_threads", &TileConfig::k_threads},
+    {"k_split", &TileConfig::k_split},
 };
 
 constexpr int kMaxVectorBytes = 16;  // the widest load one thread issues (uint4)
@@ -94,6 +99,7 @@ TileConfig TileConfig::from_attrs(const Attrs& attrs) {
 
 void validate(const Kernel& k, const TileConfig& c) {
   if (k.kind == KernelKind::RowReduce) return validate_row_reduce(k, c);
+  if (k.kind == KernelKind::ColReduce) return validate_col_reduce(k, c);
   auto fail = [&](const std::string& rule) {
     throw Error(fmt::format("kernel @{}: tile config {}: {}", k.name, c.str(), rule));
   };
@@ -116,6 +122,7 @@ void validate(const Kernel& k, const TileConfig& c) {
 
 std::vector<TileConfig> candidates(const Kernel& k) {
   if (k.kind == KernelKind::RowReduce) return row_reduce_candidates(k);
+  if (k.kind == KernelKind::ColReduce) return col_reduce_candidates(k);
   std::vector<TileConfig> out;
   const int bytes = dtype_bytes(widest_arg(k).type.dtype);
   for (int threads : {64, 128, 256, 512, 1024})
@@ -130,6 +137,7 @@ std::vector<TileConfig> candidates(const Kernel& k) {
 
 TileConfig heuristic(const Kernel& k) {
   if (k.kind == KernelKind::RowReduce) return row_reduce_heuristic(k);
+  if (k.kind == KernelKind::ColReduce) return col_reduce_heuristic(k);
   const int64_t n = k.numel();
   const int bytes = dtype_bytes(widest_arg(k).type.dtype);
   const CollapsedSpace space = collapse(k);
@@ -154,5 +162,26 @@ TileConfig heuristic(const Kernel& k) {
   while (blocks() > kMaxGrid && c.threads < 1024) c.threads *= 2;  // sizes beyond 2^43 elements
   return c;
 }
+
+namespace {
+thread_local int current_target_sm = 90;
+}  // namespace
+
+int target_sm() { return current_target_sm; }
+
+int sm_of_arch(const std::string& arch) {
+  size_t at = arch.find('_');
+  if (at == std::string::npos) return 0;
+  int sm = 0;
+  for (size_t i = at + 1; i < arch.size() && std::isdigit(static_cast<unsigned char>(arch[i])); ++i)
+    sm = sm * 10 + (arch[i] - '0');
+  return sm;
+}
+
+TargetScope::TargetScope(const std::string& arch) : previous_(current_target_sm) {
+  if (int sm = sm_of_arch(arch); sm > 0) current_target_sm = sm;
+}
+
+TargetScope::~TargetScope() { current_target_sm = previous_; }
 
 }  // namespace kiln::ir

@@ -29,9 +29,21 @@ struct TileConfig {
   int row_threads = 0;
   int rows = 0;
   int stream = 0;
+  // Rows too long for one block's registers: a thread-block cluster of `cluster` blocks
+  // (sm_90) shares a row, each block a slice of row_threads threads; the blocks combine
+  // their partial reductions through distributed shared memory. 0 or 1: no cluster.
+  int cluster = 0;
+
+  // Column reduction over [K, N] (K reduced, N kept): a block covers `cols` columns
+  // with cols / vec column threads, each moving `vec` consecutive columns, times
+  // `k_threads` threads along K; the grid's y dim cuts K into `k_split` slices whose
+  // fp32 partials the last block of a column tile combines in a fixed order. With one
+  // column (a full reduction) cols is 1 and `vec` runs along K instead.
+  int cols = 0;
+  int k_threads = 0;
+  int k_split = 0;
 
   // The kinds to come add their fields here, next to the ones above:
-  //   column reduction: columns per block, rows per thread
   //   gemm: BM, BN, BK, warps, pipeline stages
   //   attention: Br, Bc, warps, pipeline stages
 
@@ -47,6 +59,23 @@ struct TileConfig {
 // The H200's streaming multiprocessors: what "fill the GPU several times" counts.
 inline constexpr int kTargetSMs = 132;
 
+// The GPU generation that configs are chosen for, as 10 * major + minor (90 for sm_90a):
+// thread-block clusters need 90 or more. Kiln's tile rules read it through target_sm();
+// it is 90 (the H200) unless a TargetScope on the calling thread says otherwise.
+int target_sm();
+// "sm_80" -> 80, "sm_90a" -> 90, "compute_90" -> 90; 0 when `arch` names no generation.
+int sm_of_arch(const std::string& arch);
+class TargetScope {
+public:
+  explicit TargetScope(const std::string& arch);  // an empty or unknown arch keeps the current target
+  ~TargetScope();
+  TargetScope(const TargetScope&) = delete;
+  TargetScope& operator=(const TargetScope&) = delete;
+
+private:
+  int previous_;
+};
+
 // The legal configs of `k` (the autotuner's search space), in a stable order.
 std::vector<TileConfig> candidates(const Kernel& k);
 // Throws kiln::Error naming the kernel, the config and the rule it breaks.
@@ -58,5 +87,10 @@ TileConfig heuristic(const Kernel& k);
 void validate_row_reduce(const Kernel& k, const TileConfig& config);
 std::vector<TileConfig> row_reduce_candidates(const Kernel& k);
 TileConfig row_reduce_heuristic(const Kernel& k);
+
+// The col-reduce kind's rules (ir/tile_config_col_reduce.cpp).
+void validate_col_reduce(const Kernel& k, const TileConfig& config);
+std::vector<TileConfig> col_reduce_candidates(const Kernel& k);
+TileConfig col_reduce_heuristic(const Kernel& k);
 
 }  // namespace kiln::ir

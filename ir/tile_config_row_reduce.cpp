@@ -18,6 +18,14 @@ namespace {
 
 constexpr int kMaxVectorBytes = 16;
 constexpr int kMaxRowElems = 64;  // elements of a row one thread keeps in registers
+// What a thread's register arrays may hold: 64 registers, so that with the rest of
+// the kernel a thread stays under ~96 registers and an SM holds 20+ warps.
+constexpr int kRowRegisterBytes = 256;
+// A block's slice of a row, beyond which the heuristic splits the row over a cluster:
+// 256 threads x 64 fp16 elements, the largest slice measured at ~90% of bandwidth
+// without a cluster on the H200 (rows of 16384).
+constexpr int64_t kBlockSlice = 16384;
+constexpr int kMaxCluster = 8;  // the portable cluster size
 constexpr int kMaxBlock = 1024;
 constexpr int64_t kMaxGrid = std::numeric_limits<int32_t>::max();
 
@@ -26,18 +34,25 @@ bool power_of_two(int v) { return v > 0 && (v & (v - 1)) == 0; }
 
 // The arguments that move along the row (the rest hold one value per row).
 struct RowArgs {
-  std::vector<int> varying;    // indices into Kernel::args
-  int widest_bytes = 1;        // the widest element among them
-  int loads = 0;               // how many of them are inputs (each is a register array)
+  std::vector<int> varying;  // indices into Kernel::args
+  int widest_bytes = 1;      // the widest element among them
+  // The bytes per row element of the inputs a thread keeps in registers: those that
+  // belong to the row (as codegen keeps them: as stored, fp16 packed). An input all
+  // rows share (a norm's weight) is read where it is used instead.
+  int register_bytes = 0;
 };
 
 RowArgs row_args(const Kernel& k, const CollapsedSpace& c) {
   RowArgs r;
+  const bool one_row = row_count(k) == 1;
   for (size_t i = 0; i < k.args.size(); ++i) {
-    if (c.arg_strides[i].back() == 0) continue;
+    const std::vector<int64_t>& st = c.arg_strides[i];
+    if (st.back() == 0) continue;
     r.varying.push_back(static_cast<int>(i));
     r.widest_bytes = std::max(r.widest_bytes, dtype_bytes(k.args[i].type.dtype));
-    if (!k.args[i].is_output) ++r.loads;
+    bool row_owned = one_row;
+    for (size_t d = 0; d + 1 < st.size(); ++d) row_owned = row_owned || st[d] != 0;
+    if (!k.args[i].is_output && row_owned) r.register_bytes += dtype_bytes(k.args[i].type.dtype);
   }
   return r;
 }
@@ -58,11 +73,19 @@ std::string vec_problem(const Kernel& k, const CollapsedSpace& c, const RowArgs&
   return "";
 }
 
+int widest_vec(const Kernel& k, const CollapsedSpace& c, const RowArgs& r) {
+  int vec = kMaxVectorBytes / r.widest_bytes;
+  while (vec > 1 && !vec_problem(k, c, r, vec).empty()) vec /= 2;
+  return vec;
+}
+
 int register_elems(int64_t n, int row_threads, int vec) {
   return static_cast<int>(ceil_div(n, int64_t{row_threads} * vec) * vec);
 }
 
 }  // namespace
+
+int cluster_of(const TileConfig& c) { return std::max(1, c.cluster); }
 
 void validate_row_reduce(const Kernel& k, const TileConfig& c) {
   auto fail = [&](const std::string& rule) {
@@ -80,41 +103,58 @@ void validate_row_reduce(const Kernel& k, const TileConfig& c) {
     fail(fmt::format("row_threads * rows = {}: a block holds whole warps, 32 to {} threads", block, kMaxBlock));
   if (c.row_threads > 32 && c.rows != 1)
     fail("rows must be 1 when a row takes more than a warp (the block reduces one row)");
+  const int cluster = cluster_of(c);
+  if (c.cluster < 0 || !power_of_two(cluster) || cluster > kMaxCluster)
+    fail(fmt::format("cluster = {}: a cluster holds 1, 2, 4 or 8 blocks", c.cluster));
+  if (cluster > 1) {
+    if (c.rows != 1) fail("rows must be 1 when a cluster of blocks shares a row");
+    if (target_sm() < 90)
+      fail(fmt::format("thread-block clusters need sm_90 or newer; the target is sm_{}", target_sm()));
+  }
   if (std::string why = vec_problem(k, space, r, c.vec); !why.empty()) fail(fmt::format("vec = {}: {}", c.vec, why));
   if (c.stream != 0 && c.stream != 1) fail("stream must be 0 (row in registers) or 1 (row re-read each phase)");
   if (c.stream == 1 && c.elems != c.vec) fail("a streamed row moves one vector at a time: elems must equal vec");
   if (c.stream == 0) {
     if (c.elems < c.vec || c.elems > kMaxRowElems || c.elems % c.vec != 0)
       fail(fmt::format("elems = {}: a thread keeps whole vectors, at most {} elements", c.elems, kMaxRowElems));
-    if (int64_t{c.row_threads} * c.elems < n)
-      fail(fmt::format("row_threads * elems = {} cannot hold a row of {} elements in registers",
-                       int64_t{c.row_threads} * c.elems, n));
+    const int64_t held = int64_t{c.row_threads} * cluster * c.elems;
+    if (held < n)
+      fail(fmt::format("row_threads * cluster * elems = {} cannot hold a row of {} elements in registers", held, n));
   }
-  if (ceil_div(row_count(k), c.rows) > kMaxGrid) fail("the grid needs more blocks than the limit");
+  if (ceil_div(row_count(k), c.rows) * cluster > kMaxGrid) fail("the grid needs more blocks than the limit");
 }
 
 std::vector<TileConfig> row_reduce_candidates(const Kernel& k) {
   const CollapsedSpace space = collapse(k);
   const int64_t n = space.dims.back();
   const RowArgs r = row_args(k, space);
+  // Only the widest legal vector: a narrower one moves the same bytes in more
+  // instructions, and every extra candidate costs the sweep a compile.
+  const int vec = widest_vec(k, space, r);
   std::vector<TileConfig> out;
+  auto add = [&](int rt, int rows, int cluster) {
+    TileConfig c;
+    c.row_threads = rt;
+    c.rows = rows;
+    c.vec = vec;
+    c.cluster = cluster > 1 ? cluster : 0;
+    c.elems = register_elems(n, rt * cluster, vec);
+    if (c.elems <= kMaxRowElems) out.push_back(c);
+    c.stream = 1;
+    c.elems = vec;
+    out.push_back(c);
+  };
   for (int rt = 4; rt <= kMaxBlock; rt *= 2)
     for (int rows = 1; rows <= 32; rows *= 2) {
       if (rt * rows < 32 || rt * rows > kMaxBlock || (rt > 32 && rows != 1)) continue;
       if (ceil_div(row_count(k), rows) > kMaxGrid) continue;
-      for (int vec : {1, 2, 4, 8}) {
-        if (!vec_problem(k, space, r, vec).empty()) continue;
-        TileConfig c;
-        c.row_threads = rt;
-        c.rows = rows;
-        c.vec = vec;
-        c.elems = register_elems(n, rt, vec);
-        if (c.elems <= kMaxRowElems) out.push_back(c);
-        c.stream = 1;
-        c.elems = vec;
-        out.push_back(c);
-      }
+      add(rt, rows, 1);
     }
+  // Long rows on sm_90: clusters of 2 to 8 blocks of 128 threads or more share a row.
+  if (target_sm() >= 90 && n >= kBlockSlice)
+    for (int rt = 128; rt <= kMaxBlock; rt *= 2)
+      for (int cluster = 2; cluster <= kMaxCluster; cluster *= 2)
+        if (ceil_div(n, int64_t{rt} * cluster * vec) >= 2 && row_count(k) * cluster <= kMaxGrid) add(rt, 1, cluster);
   return out;
 }
 
@@ -124,21 +164,39 @@ TileConfig row_reduce_heuristic(const Kernel& k) {
   const int64_t rows = row_count(k);
   const RowArgs r = row_args(k, space);
   TileConfig c;
-  c.vec = kMaxVectorBytes / r.widest_bytes;
-  while (c.vec > 1 && !vec_problem(k, space, r, c.vec).empty()) c.vec /= 2;
-  c.row_threads = n <= 64 ? 8 : n <= 128 ? 16 : n <= 3072 ? 32 : n <= 6144 ? 64 : n <= 16384 ? 128 : 256;
-  // No more threads than the row has vectors.
-  while (c.row_threads > 1 && int64_t{c.row_threads / 2} * c.vec >= n) c.row_threads /= 2;
-  // Registers for the row: 64 fp32 values for one input array, fewer with several.
-  const int budget = std::max(c.vec, kMaxRowElems / std::max(1, r.loads) / c.vec * c.vec);
-  c.elems = register_elems(n, c.row_threads, c.vec);
+  c.vec = widest_vec(k, space, r);
+  // A row longer than one block's slice is shared by a cluster (sm_90), each block
+  // holding a slice in registers as a shorter row would be held.
+  int cluster = 1;
+  if (target_sm() >= 90)
+    while (cluster < kMaxCluster && ceil_div(n, cluster) > kBlockSlice) cluster *= 2;
+  const int64_t slice = ceil_div(n, cluster);
+  // Short rows: a thread takes four vectors or more (measured on the H200: rows of 128
+  // fp16 at 96% of bandwidth with four 16-byte vectors per thread, 80% with one), up to
+  // a warp per row; longer slices take more threads.
+  const int64_t vectors = ceil_div(slice, c.vec);
+  if (slice <= 3072) {
+    c.row_threads = 1;
+    while (c.row_threads < 32 && int64_t{c.row_threads} * 4 < vectors) c.row_threads *= 2;
+  } else {
+    c.row_threads = slice <= 6144 ? 64 : slice <= 16384 ? 128 : 256;
+  }
+  // Registers for the slice: kRowRegisterBytes over the inputs kept there.
+  const int budget =
+      std::clamp(kRowRegisterBytes / std::max(1, r.register_bytes) / c.vec * c.vec, c.vec, kMaxRowElems);
+  c.elems = register_elems(n, c.row_threads * cluster, c.vec);
   while (c.elems > budget && c.row_threads < kMaxBlock) {
     c.row_threads *= 2;
-    c.elems = register_elems(n, c.row_threads, c.vec);
+    c.elems = register_elems(n, c.row_threads * cluster, c.vec);
   }
   if (c.elems > budget) {  // the row does not fit: re-read it in each phase
     c.stream = 1;
     c.elems = c.vec;
+  }
+  if (cluster > 1) {
+    c.cluster = cluster;
+    c.rows = 1;
+    return c;
   }
   // Short rows: several per block (128 threads), but no more rows than there are.
   c.rows = c.row_threads > 32 ? 1 : 128 / c.row_threads;

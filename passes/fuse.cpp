@@ -281,7 +281,8 @@ private:
       auto [g, fresh] = group_of.emplace(it->second, static_cast<int>(group_of.size()));
       if (fresh) {
         bool rows = it->second >= static_cast<int>(kernels.size());
-        g_.add_group(ir::Group{fmt::format("k{}", g->second), rows ? "row_reduce" : "pointwise"});
+        g_.add_group(ir::Group{fmt::format("k{}", g->second),
+                               rows ? rows_[static_cast<size_t>(it->second) - kernels.size()].kind : "pointwise"});
       }
       n->group = g->second;
     }

@@ -4,7 +4,9 @@
 // full rows or one value per row, and whose other operands do not depend on the group.
 // A computed value that leaves the group must be storable (full rows or per row);
 // one that is not is left out and the group grows again. A group that still cannot
-// be one kernel shrinks to its reduction alone.
+// be one kernel shrinks to its reduction alone. Column groups (reductions over outer
+// dims) grow the same way, with per-column values in place of per-row ones; a full
+// reduction of one long row (one block would read it alone) becomes a column group.
 #include "passes/fuse_reduce.h"
 
 #include <algorithm>
@@ -26,11 +28,55 @@ bool is_free_node(const Node& n) {
 
 namespace {
 
-// A per-row or full-row shape of the row space `rows`.
-bool storable(const Shape& shape, const Shape& rows) {
+// What a group reduces: rows of `space` (its last dim), or with `cols` its `axes`.
+struct Target {
+  bool cols = false;
+  Shape space;
+  std::vector<int64_t> axes;
+};
+
+// The reduced dims of size > 1: two reductions of one space that agree on these
+// reduce the same elements.
+std::vector<int64_t> significant(const Shape& space, const std::vector<int64_t>& axes) {
+  std::vector<int64_t> out;
+  for (int64_t d : axes)
+    if (space[static_cast<size_t>(d)] != 1) out.push_back(d);
+  return out;
+}
+
+// A value a group can write: full or per-row shapes of a row space; per-column shapes
+// (the reduced dims dropped or kept as 1) of a column space.
+bool storable(const Shape& shape, const Target& t) {
+  if (t.cols) {
+    Shape kept, keepdim = t.space;
+    for (size_t d = 0; d < t.space.size(); ++d) {
+      if (std::count(t.axes.begin(), t.axes.end(), static_cast<int64_t>(d))) keepdim[d] = 1;
+      else kept.push_back(t.space[d]);
+    }
+    return shape == kept || shape == keepdim;
+  }
+  const Shape& rows = t.space;
   Shape keep(rows.begin(), rows.end() - 1), keepdim = keep;
   keepdim.push_back(1);
   return shape == rows || shape == keep || shape == keepdim;
+}
+
+// Whether reduction `n` reduces what the group does.
+bool same_reduction(const Node& n, const Target& t) {
+  if (!t.cols) return row_reduction_space(n) == t.space;
+  std::optional<ColReduction> c = col_reduction(n);
+  return c && c->space == t.space && significant(c->space, c->axes) == significant(t.space, t.axes);
+}
+
+// A full reduction this long goes to col_reduce, whose slices spread it over the GPU,
+// rather than to one row_reduce block.
+constexpr int64_t kLongFullReduction = int64_t{1} << 20;
+
+bool long_full_reduction(const Node& n) {
+  std::optional<ColReduction> c = col_reduction(n);
+  return c && numel(c->space) >= kLongFullReduction &&
+         significant(c->space, c->axes).size() == static_cast<size_t>(std::count_if(
+             c->space.begin(), c->space.end(), [](int64_t d) { return d != 1; }));
 }
 
 class RowGrouper {
@@ -48,10 +94,21 @@ public:
   std::vector<RowGroup> run() {
     std::vector<RowGroup> groups;
     for (const Node* n : nodes_) {
+      if (!live_.count(n) || taken_.count(n) || long_full_reduction(*n)) continue;
+      Target t{false, row_reduction_space(*n), {}};
+      if (t.space.empty() || !storable(n->result->type.shape, t)) continue;
+      RowGroup grp{t.space, form(n, t), "row_reduce", {}};
+      for (const Node* m : grp.nodes)
+        if (!is_free_node(*m)) taken_.insert(m);
+      groups.push_back(std::move(grp));
+    }
+    for (const Node* n : nodes_) {
       if (!live_.count(n) || taken_.count(n)) continue;
-      Shape rows = row_reduction_space(*n);
-      if (rows.empty() || !storable(n->result->type.shape, rows)) continue;
-      RowGroup grp{rows, form(n, rows)};
+      std::optional<ColReduction> c = col_reduction(*n);
+      if (!c) continue;
+      Target t{true, c->space, c->axes};
+      if (!storable(n->result->type.shape, t)) continue;
+      RowGroup grp{t.space, form(n, t), "col_reduce", t.axes};
       for (const Node* m : grp.nodes)
         if (!is_free_node(*m)) taken_.insert(m);
       groups.push_back(std::move(grp));
@@ -60,10 +117,10 @@ public:
   }
 
 private:
-  bool joinable(const Node* n, const Shape& rows, const std::set<const Node*>& excluded) const {
+  bool joinable(const Node* n, const Target& t, const std::set<const Node*>& excluded) const {
     if (excluded.count(n) || taken_.count(n)) return false;
     if (is_free_node(*n) || ir::is_elementwise(n->op)) return true;
-    return row_reduction_space(*n) == rows;
+    return ir::op_info(n->op).category == ir::OpCategory::Reduce && same_reduction(*n, t);
   }
 
   bool depends_on(const Value* v, const std::set<const Node*>& group) const {
@@ -79,7 +136,7 @@ private:
     return false;
   }
 
-  std::set<const Node*> grow(const Node* seed, const Shape& rows, const std::set<const Node*>& excluded) const {
+  std::set<const Node*> grow(const Node* seed, const Target& t, const std::set<const Node*>& excluded) const {
     std::set<const Node*> group{seed};
     for (bool changed = true; changed;) {
       changed = false;
@@ -87,14 +144,14 @@ private:
         back = false;
         for (const Node* n : std::vector<const Node*>(group.begin(), group.end()))
           for (const Value* u : n->operands)
-            if (u->producer && !group.count(u->producer) && joinable(u->producer, rows, excluded)) {
+            if (u->producer && !group.count(u->producer) && joinable(u->producer, t, excluded)) {
               group.insert(u->producer);
               back = changed = true;
             }
       }
       for (const Node* n : nodes_) {  // consumers, in order
-        if (group.count(n) || !live_.count(n) || !joinable(n, rows, excluded)) continue;
-        if (!storable(n->result->type.shape, rows)) continue;
+        if (group.count(n) || !live_.count(n) || !joinable(n, t, excluded)) continue;
+        if (!storable(n->result->type.shape, t)) continue;
         bool reads_group = false, independent = true;
         for (const Value* u : n->operands) {
           if (u->producer && group.count(u->producer)) reads_group = true;
@@ -121,7 +178,7 @@ private:
     return out;
   }
 
-  bool viable(const std::set<const Node*>& group, const Shape& rows) const {
+  bool viable(const std::set<const Node*>& group, const Target& t) const {
     for (const Node* n : group)
       for (const Value* u : n->operands)
         if (u->producer && !group.count(u->producer) && depends_on(u, group)) return false;
@@ -129,25 +186,26 @@ private:
     if (roots.empty()) return false;
     auto inside = [&](const Value* v) { return v->producer && group.count(v->producer); };
     try {
-      PointwiseBuild b = build_row_reduce("check", rows, roots, inside, {});
+      PointwiseBuild b = t.cols ? build_col_reduce("check", ColReduction{t.space, t.axes}, roots, inside, {})
+                                : build_row_reduce("check", t.space, roots, inside, {});
       return b.must_load == nullptr;
     } catch (const Error&) {
       return false;
     }
   }
 
-  std::set<const Node*> form(const Node* seed, const Shape& rows) const {
+  std::set<const Node*> form(const Node* seed, const Target& t) const {
     std::set<const Node*> excluded;
     for (size_t round = 0; round <= nodes_.size(); ++round) {
-      std::set<const Node*> group = grow(seed, rows, excluded);
+      std::set<const Node*> group = grow(seed, t, excluded);
       const Value* bad = nullptr;
       for (const Value* v : escaping(group))
-        if (!storable(v->type.shape, rows) && v->producer != seed) bad = v;
+        if (!storable(v->type.shape, t) && v->producer != seed) bad = v;
       if (bad) {
         excluded.insert(bad->producer);
         continue;
       }
-      if (viable(group, rows)) return group;
+      if (viable(group, t)) return group;
       break;
     }
     // The reduction alone, with the constants and views it reads.

@@ -1,9 +1,12 @@
 // Row-reduce grouping for the `fuse` pass: each reduction along the innermost axis
 // takes its element-wise producers (prologue), the element-wise consumers that combine
 // the reduced value with the row (epilogue) and the later reductions of the same rows
-// (softmax's sum of exp(x - max), LayerNorm's variance) into one kernel group.
+// (softmax's sum of exp(x - max), LayerNorm's variance) into one kernel group. Each
+// reduction over outer dims (a column sum, a full sum) does the same as a col_reduce
+// group: element-wise producers, and element-wise consumers of the reduced columns.
 #pragma once
 #include <set>
+#include <string>
 #include <vector>
 
 #include "ir/graph.h"
@@ -11,12 +14,14 @@
 namespace kiln::passes {
 
 struct RowGroup {
-  Shape rows;                       // the row space [rows..., N]
+  Shape rows;                       // the row space [rows..., N]; col_reduce: the reduced operand's space
   std::set<const ir::Node*> nodes;  // computed inside; constants and views may be shared
+  std::string kind = "row_reduce";  // or "col_reduce"
+  std::vector<int64_t> reduced_axes;  // col_reduce: the reduced dims of `rows`
 };
 
 // The row-reduce groups of a graph without groups, in the order of their first
-// reduction. A node that computes (element-wise op or reduction) joins at most one
+// reduction, then the col-reduce groups likewise. A node that computes (element-wise op or reduction) joins at most one
 // group; constants and views may appear in several (fuse copies them). Every group
 // passes build_row_reduce and reads nothing that depends on what it computes.
 std::vector<RowGroup> plan_row_groups(const ir::Graph& g);

@@ -94,6 +94,32 @@ public:
     if (rows) result_.kernel.row_space = space_;
   }
 
+  // Makes this a col-reduce kernel over `space` reducing `axes` (see col_reduction).
+  void reduce_columns(const std::vector<int64_t>& axes) {
+    reduced_ = axes;
+    result_.kernel.kind = ir::KernelKind::ColReduce;
+    result_.kernel.row_space = space_;
+    result_.kernel.reduced_axes = axes;
+  }
+
+  // Where a per-column value of `shape` (the space without its reduced dims, or with
+  // them kept as 1) sits for the current column.
+  std::optional<Map> col_map(const Shape& shape) const {
+    Map id = identity_map(space_);
+    Shape kept, keepdim = space_;
+    Map kept_map;
+    for (size_t d = 0; d < space_.size(); ++d) {
+      bool reduced = std::count(reduced_.begin(), reduced_.end(), static_cast<int64_t>(d)) > 0;
+      if (reduced) keepdim[d] = 1;
+      if (reduced) continue;
+      kept.push_back(space_[d]);
+      kept_map.push_back(id[d]);
+    }
+    if (shape == keepdim) return broadcast_map(shape, space_, id);
+    if (shape == kept) return kept_map;
+    return std::nullopt;
+  }
+
   // Where a per-row value of `shape` ([rows..., 1] or [rows...]) sits for the current row.
   std::optional<Map> row_map(const Shape& shape) const {
     Shape keep(space_.begin(), space_.end() - 1);
@@ -182,6 +208,7 @@ private:
         return result_.kernel.add(std::move(op));
       }
       case ir::OpCategory::Reduce:
+        if (!reduced_.empty()) return reduce_column(v, m);
         if (rows_) return reduce(v, m);
         [[fallthrough]];
       default:
@@ -220,6 +247,41 @@ private:
     op.operands = {x};
     op.phase = phase_under(x);
     return result_.kernel.add(std::move(op));
+  }
+
+  // A reduction over the reduced dims of the current column: it must reduce exactly
+  // those dims (size-1 dims aside) of a value of the space's shape, for this column,
+  // and depend on no other reduction (a col_reduce kernel reads its columns once).
+  int reduce_column(const Value* v, const Map& m) {
+    const Node* n = v->producer;
+    const Value* u = n->operands[0];
+    std::optional<ColReduction> mine = col_reduction(*n);
+    std::optional<Map> here = col_map(v->type.shape);
+    auto significant = [&](const std::vector<int64_t>& axes) {
+      std::vector<int64_t> out;
+      for (int64_t d : axes)
+        if (space_[static_cast<size_t>(d)] != 1) out.push_back(d);
+      return out;
+    };
+    bool same = mine && u->type.shape == space_ && significant(mine->axes) == significant(reduced_);
+    int x = -1;
+    if (same && here && *here == m) {
+      x = demand(u, identity_map(space_));
+      if (x < 0) return -1;
+      if (phase_under(x) == 0) {
+        ir::ScalarOp op;
+        op.kind = ir::ScalarKind::Reduce;
+        op.dtype = v->type.dtype;
+        op.op = n->op;
+        op.operands = {x};
+        return result_.kernel.add(std::move(op));
+      }
+    }
+    result_.must_load = v;
+    result_.failure = fmt::format("{} does not reduce the dims {} of this kernel's space {} once per column{}",
+                                  ir::print_node(*n, names_), shape_str(reduced_), shape_str(space_),
+                                  x >= 0 ? " (it reads another reduction of the same columns)" : "");
+    return -1;
   }
 
   // One more than the latest reduction that op `x` depends on; 0 when none.
@@ -303,6 +365,7 @@ private:
   const std::function<bool(const Value*)>& inside_;
   const std::unordered_map<int, std::string>& names_;
   bool rows_ = false;
+  std::vector<int64_t> reduced_;  // col_reduce: the reduced dims of the space
   PointwiseBuild result_;
   std::vector<ir::KernelArg> inputs_;
   std::map<std::pair<int, std::vector<int64_t>>, int> memo_;     // (value, map) -> id
@@ -318,7 +381,7 @@ std::string unlowerable(const Node& n, const std::unordered_map<int, std::string
   switch (ir::op_info(n.op).category) {
     case ir::OpCategory::Reduce:
       what = "no kernel kind handles this reduction yet (row_reduce takes reductions along the innermost axis of "
-             "float tensors)";
+             "float tensors, col_reduce reductions over axes outside all the kept ones)";
       break;
     case ir::OpCategory::Matmul: what = "no kernel kind handles matmul yet"; break;
     case ir::OpCategory::Composite: what = "no kernel kind handles composite ops yet"; break;
@@ -416,9 +479,104 @@ Shape row_reduction_space(const Node& n) {
   return last ? in : Shape{};
 }
 
+std::optional<ColReduction> col_reduction(const Node& n) {
+  if (ir::op_info(n.op).category != ir::OpCategory::Reduce) return std::nullopt;
+  const Shape& in = n.operands[0]->type.shape;
+  if (in.empty() || !is_float(n.operands[0]->type.dtype)) return std::nullopt;
+  const int rank = static_cast<int>(in.size());
+  std::vector<int64_t> axes;
+  for (int64_t a : n.attrs.get_ints("axis")) axes.push_back(a < 0 ? a + rank : a);
+  std::sort(axes.begin(), axes.end());
+  axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
+  bool seen_kept = false;  // a kept dim of size > 1 outside a reduced one breaks the form
+  for (int d = 0; d < rank; ++d) {
+    if (in[static_cast<size_t>(d)] == 1) continue;
+    bool reduced = std::binary_search(axes.begin(), axes.end(), d);
+    if (reduced && seen_kept) return std::nullopt;
+    seen_kept = seen_kept || !reduced;
+  }
+  return ColReduction{in, axes};
+}
+
+PointwiseBuild build_col_reduce(const std::string& name, const ColReduction& cols,
+                                const std::vector<const Value*>& roots,
+                                const std::function<bool(const Value*)>& computed_inside,
+                                const std::unordered_map<int, std::string>& names) {
+  if (roots.empty()) throw Error(fmt::format("kernel @{} has no outputs", name));
+  if (cols.space.empty() || cols.axes.empty())
+    throw Error(fmt::format("kernel @{}: a column reduction needs a space of rank 1 or more and a reduced dim", name));
+  Builder b(name, cols.space, computed_inside, names);
+  b.reduce_columns(cols.axes);
+  std::vector<int> ids;
+  std::vector<Map> maps;
+  for (const Value* r : roots) {
+    std::optional<Map> m = b.col_map(r->type.shape);
+    if (!m) {
+      auto it = names.find(r->id);
+      throw Error(fmt::format("kernel @{}: output %{}: {} is not one value per column of {} reduced over {}", name,
+                              it != names.end() ? it->second : fmt::format("v{}", r->id), r->type.str(),
+                              shape_str(cols.space), shape_str(cols.axes)));
+    }
+    if (!computed_inside(r)) throw Error(fmt::format("kernel @{}: an output is not computed inside it", name));
+    int id = b.demand(r, *m);
+    if (id < 0) return b.failed();
+    ids.push_back(id);
+    maps.push_back(*m);
+  }
+  return b.finish(roots, ids, maps);
+}
+
+namespace {
+
+// lower_group for a col_reduce group: its reduction's space and dims, then the
+// outputs (values that leave the group) as per-column values.
+ir::Kernel lower_col_group(const ir::Graph& g, int group, const std::unordered_map<int, std::string>& names) {
+  const ir::Group& grp = g.groups().at(static_cast<size_t>(group));
+  std::vector<const Node*> members;
+  for (const Node* n : g.nodes())
+    if (n->group == group) members.push_back(n);
+  std::unordered_set<const Value*> escaping(g.outputs().begin(), g.outputs().end());
+  for (const Node* n : g.nodes())
+    if (n->group != group)
+      for (const Value* v : n->operands) escaping.insert(v);
+  std::vector<const Value*> roots;
+  std::optional<ColReduction> cols;
+  for (const Node* n : members) {
+    if (escaping.count(n->result)) roots.push_back(n->result);
+    if (cols || ir::op_info(n->op).category != ir::OpCategory::Reduce) continue;
+    cols = col_reduction(*n);
+    if (!cols)
+      throw Error(fmt::format("kernel @{}: `{}` does not reduce only dims outside its kept ones of a float tensor, "
+                              "which a col_reduce kernel needs",
+                              grp.name, ir::print_node(*n, names)));
+  }
+  if (!cols) throw Error(fmt::format("kernel @{}: a col_reduce kernel has no reduction", grp.name));
+  if (roots.empty()) throw Error(fmt::format("kernel @{} computes nothing that is used outside it", grp.name));
+  auto inside = [group](const Value* v) { return v->producer && v->producer->group == group; };
+  PointwiseBuild build = build_col_reduce(grp.name, *cols, roots, inside, names);
+  if (build.must_load && !build.failure.empty()) throw Error(fmt::format("kernel @{}: {}", grp.name, build.failure));
+  if (build.must_load)
+    throw Error(fmt::format("kernel @{}: `{}` cannot become index arithmetic inside a col_reduce kernel", grp.name,
+                            ir::print_node(*build.failed_reshape, names)));
+  ir::Kernel k = std::move(build.kernel);
+  for (const Node* n : members)
+    if (build.nodes.count(n)) k.fused_nodes.push_back(ir::print_node(*n, names));
+  ir::verify(k);
+  if (grp.tile.empty()) {
+    k.config = ir::heuristic(k);
+  } else {
+    k.config = ir::TileConfig::from_attrs(grp.tile);
+    ir::validate(k, k.config);
+  }
+  return k;
+}
+
+}  // namespace
+
 ir::Kernel lower_group(const ir::Graph& g, int group, const std::unordered_map<int, std::string>& names) {
   const ir::Group& grp = g.groups().at(static_cast<size_t>(group));
   const bool rows = grp.kind == "row_reduce";
+  if (grp.kind == "col_reduce") return lower_col_group(g, group, names);
   if (grp.kind != "pointwise" && !rows)
     throw Error(fmt::format("kernel @{}: kernel kind '{}' has no lowering yet", grp.name, grp.kind));
 

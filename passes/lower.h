@@ -3,6 +3,7 @@
 // Codegen reads the kernels; the runtime allocates and binds the buffers.
 #pragma once
 #include <functional>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -67,6 +68,23 @@ PointwiseBuild build_pointwise(const std::string& name, const std::vector<const 
 // full-size ([rows..., N]) or per-row ([rows..., 1] or [rows...]); reductions of
 // values of shape `rows` along the last axis, computed inside, become Reduce ops.
 PointwiseBuild build_row_reduce(const std::string& name, const Shape& rows, const std::vector<const ir::Value*>& roots,
+                                const std::function<bool(const ir::Value*)>& computed_inside,
+                                const std::unordered_map<int, std::string>& names);
+
+// A reduction that a col_reduce kernel takes: a float tensor of shape `space` reduced
+// over `axes` (sorted), every one of size > 1 outside every kept dim of size > 1:
+// a column sum of [M, N] over axis 0, a full reduction, [B, M, N] over [0, 1].
+struct ColReduction {
+  Shape space;
+  std::vector<int64_t> axes;
+};
+std::optional<ColReduction> col_reduction(const ir::Node& n);
+
+// The same builder for a col-reduce kernel: roots hold one value per column (the
+// space without its reduced dims, or with them kept as 1); reductions of values of
+// the space's shape over those dims become Reduce ops, and none may read another.
+PointwiseBuild build_col_reduce(const std::string& name, const ColReduction& cols,
+                                const std::vector<const ir::Value*>& roots,
                                 const std::function<bool(const ir::Value*)>& computed_inside,
                                 const std::unordered_map<int, std::string>& names);
 

@@ -25,6 +25,6 @@ std::vector<std::string_view> pass_names();
 std::unique_ptr<Pass> create_pass(std::string_view name);
 
 // The default lowering pipeline of Kiln's graph passes.
-inline constexpr std::string_view kDefaultPipeline = "decompose,simplify,cse,dce";
+inline constexpr std::string_view kDefaultPipeline = "decompose,simplify,cse,dce,online-softmax,welford";
 
 }  // namespace kiln::passes

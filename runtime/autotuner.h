@@ -1,11 +1,12 @@
 // The autotuner: for one kernel, every legal tile config (ir::candidates) is compiled
 // in parallel, then each is run on the GPU on random inputs of the kernel's own shapes,
-// its outputs checked against the CPU reference interpreter before its time counts,
-// and timed with CUDA events (warm-up, then the median of several runs, rotating
-// input sets when they fit in L2). Out-of-resources launches score infinity;
-// candidates far slower than the best so far stop after one timed run. The fastest
-// (near-ties broken by candidate order) becomes the kernel's config and a record
-// in the tuning database.
+// its outputs checked against the reference interpreter's (compared on the GPU, see
+// device_compare.h) before its time counts, and timed with CUDA events (warm-up, then
+// the median of several runs, rotating input sets when they fit in L2).
+// Out-of-resources launches score infinity; candidates far slower than the best so
+// far stop after one timed run. The finalists (near the best) are timed again in
+// interleaved rounds; the fastest, with near-ties broken by candidate order, becomes
+// the kernel's config and a record in the tuning database.
 #pragma once
 #include <cstdint>
 #include <string>

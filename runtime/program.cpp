@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "ir/error.h"
+#include "ir/tile_config.h"
 #include "runtime/autotuner.h"
 #include "runtime/compile_cache.h"
 #include "runtime/cuda_driver.h"
@@ -46,10 +47,11 @@ Program Program::compile(const ir::Graph& graph, const ProgramOptions& options) 
   Program p;
   p.source_ = std::make_unique<ir::Graph>(graph.clone());
   p.optimised_ = std::make_unique<ir::Graph>(graph.clone());
+  p.arch_ = resolve_arch(CompileOptions{options.arch, {}});
+  const ir::TargetScope target(p.arch_);  // tile configs for this GPU generation
   passes::PassManager pm(options.pipeline, options.passes);
   pm.run(*p.optimised_);
   p.plan_ = passes::lower(*p.optimised_);
-  p.arch_ = resolve_arch(CompileOptions{options.arch, {}});
   if (options.tune) p.tune_kernels();
 
   const int debug = knobs::debug_level();

@@ -20,7 +20,7 @@ namespace kiln::runtime {
 class Executable;
 
 // Graph passes, then fusion and tiling: what compile() runs by default.
-inline constexpr std::string_view kCompilePipeline = "decompose,simplify,cse,dce,fuse,tile";
+inline constexpr std::string_view kCompilePipeline = "decompose,simplify,cse,dce,online-softmax,welford,fuse,tile";
 
 struct ProgramOptions {
   std::string pipeline = std::string(kCompilePipeline);

@@ -25,5 +25,7 @@ Command add_opt_command(CLI::App& kiln);
 Command add_run_command(CLI::App& kiln);
 // `kiln tune FILE`: sweep each kernel's tile configs, check and time them, record the best.
 Command add_tune_command(CLI::App& kiln);
+// `kiln bench [CASE...]`: generated, tuned and hand-written kernels side by side against the roofline.
+Command add_bench_command(CLI::App& kiln);
 
 }  // namespace kiln::tools

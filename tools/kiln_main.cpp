@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
       add_opt_command(app),
       add_run_command(app),
       add_tune_command(app),
+      add_bench_command(app),
   };
 
   try {

@@ -15,6 +15,7 @@
 #include "ir/error.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
+#include "ir/tile_config.h"
 #include "codegen/emit.h"
 #include "passes/lower.h"
 #include "runtime/program.h"
@@ -65,6 +66,7 @@ std::string emit_text(const OptFlags& flags, const ir::Graph& input, const passe
       out += fmt::format("// kernel {} for {}\n{}\n", k.kernel.name, program.arch(), k.binary.ptx);
     return out;
   }
+  const ir::TargetScope target(flags.arch);  // no --arch: the H200's sm_90
   ir::Graph graph = input.clone();
   passes::PassManager manager(flags.pipeline, options, std::cerr);
   manager.run(graph);

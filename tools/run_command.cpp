@@ -5,7 +5,9 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "ir/compare.h"
 #include "ir/error.h"
@@ -39,6 +41,32 @@ std::string output_label(const ir::Graph& g, size_t i) {
   return fmt::format("output {} %{} {}", i, names.at(g.outputs()[i]->id), g.outputs()[i]->type.str());
 }
 
+nlohmann::json tensor_entry(const std::string& name, const std::string& file, const TensorType& type) {
+  return {{"name", name}, {"file", file}, {"dtype", std::string(dtype_name(type.dtype))}, {"shape", type.shape}};
+}
+
+// manifest.json names the graph and lists its inputs and outputs in order, so that a
+// reader (bench/peers.py --check) knows which file is which without parsing the graph.
+void write_manifest(const std::string& dir, const ir::Graph& g, bool has_outputs) {
+  auto names = ir::value_names(g);
+  nlohmann::json inputs = nlohmann::json::array(), outputs = nlohmann::json::array();
+  for (const ir::Value* v : g.inputs()) {
+    std::string name = names.at(v->id);
+    inputs.push_back(tensor_entry(name, name + ".npy", v->type));
+  }
+  for (size_t i = 0; i < g.outputs().size(); ++i) {
+    const ir::Value* v = g.outputs()[i];
+    std::string name = names.at(v->id);
+    nlohmann::json entry = tensor_entry(name, has_outputs ? fmt::format("out{}_{}.npy", i, name) : "", v->type);
+    entry["reference"] = fmt::format("ref{}_{}.npy", i, name);
+    outputs.push_back(entry);
+  }
+  nlohmann::json manifest = {{"function", g.name()}, {"inputs", inputs}, {"outputs", outputs}};
+  std::ofstream f(dir + "/manifest.json");
+  f << manifest.dump(2) << "\n";
+  if (!f) throw Error(fmt::format("cannot write {}/manifest.json", dir));
+}
+
 void save_all(const std::string& dir, const ir::Graph& g, const std::vector<HostTensor>& inputs,
               const std::vector<HostTensor>& outputs, const std::vector<HostTensor>& reference) {
   std::filesystem::create_directories(dir);
@@ -48,7 +76,8 @@ void save_all(const std::string& dir, const ir::Graph& g, const std::vector<Host
     write_npy(fmt::format("{}/out{}_{}.npy", dir, i, names.at(g.outputs()[i]->id)), outputs[i]);
   for (size_t i = 0; i < reference.size(); ++i)
     write_npy(fmt::format("{}/ref{}_{}.npy", dir, i, names.at(g.outputs()[i]->id)), reference[i]);
-  std::cout << fmt::format("saved inputs, outputs and reference outputs as .npy under {}\n", dir);
+  write_manifest(dir, g, !outputs.empty());
+  std::cout << fmt::format("saved inputs, outputs, reference outputs (.npy) and manifest.json under {}\n", dir);
 }
 
 void bench(runtime::Executable& exe, const std::vector<HostTensor>& inputs) {

@@ -12,6 +12,7 @@
 
 #include "ir/error.h"
 #include "ir/parser.h"
+#include "ir/tile_config.h"
 #include "runtime/autotuner.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/device.h"
@@ -101,6 +102,7 @@ int tune(const TuneArgs& a) {
   runtime::ProgramOptions options;
   options.arch = a.arch.empty() && !gpu ? knobs::arch().value_or("sm_90a") : a.arch;
   runtime::Program program = runtime::Program::compile(g, options);
+  const ir::TargetScope target(program.arch());  // the candidates are this GPU generation's
   std::vector<ir::Kernel> kernels;
   for (const runtime::CompiledKernel& ck : program.kernels()) kernels.push_back(ck.kernel);
 

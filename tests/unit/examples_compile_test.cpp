@@ -1,6 +1,7 @@
 // Every example graph's kernels compile through NVRTC for sm_90a and sm_80 with no
-// GPU present. An example whose ops no kernel kind handles yet must fail with the
-// lowering's clear message (and not in NVRTC or with a crash).
+// GPU present (row_col_sum among them: a row_reduce and a col_reduce kernel). An
+// example whose ops no kernel kind handles yet must fail with the lowering's clear
+// message (and not in NVRTC or with a crash).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -44,6 +45,16 @@ TEST(ExamplesCompile, EveryExampleForSm90aAndSm80) {
     }
   }
   EXPECT_GE(compiled, 2);  // at least the element-wise chain, for both arches
+}
+
+TEST(ExamplesCompile, RowColSumIsARowAndAColumnKernel) {
+  ir::Graph g = ir::parse_file(std::string(KILN_SOURCE_DIR) + "/examples/row_col_sum.kiln");
+  runtime::ProgramOptions options;
+  options.arch = "sm_90a";
+  runtime::Program p = runtime::Program::compile(g, options);
+  ASSERT_EQ(p.kernels().size(), 2u);
+  EXPECT_EQ(p.kernels()[0].kernel.kind, ir::KernelKind::RowReduce);
+  EXPECT_EQ(p.kernels()[1].kernel.kind, ir::KernelKind::ColReduce);
 }
 
 }  // namespace

@@ -65,7 +65,8 @@ Graph every_op_graph() {
   outs.push_back(g.add(OpKind::Select, {cond, x, y}));
   outs.push_back(g.constant(0.5, DType::f32));
   outs.push_back(g.add(OpKind::Iota, {}, attrs({{"axis", int64_t{1}}}), TensorType{DType::i32, {4, 8}}));
-  for (OpKind k : {OpKind::ReduceSum, OpKind::ReduceMax, OpKind::ReduceMin, OpKind::ReduceMean})
+  for (OpKind k : {OpKind::ReduceSum, OpKind::ReduceMax, OpKind::ReduceMin, OpKind::ReduceMean,
+                   OpKind::ReduceLogSumExp, OpKind::ReduceVar})
     outs.push_back(g.add(k, {x}, attrs({{"axis", std::vector<int64_t>{1}}, {"keepdim", true}})));
   outs.push_back(g.add(OpKind::Broadcast, {w}, {}, f32({4, 8})));
   outs.push_back(g.add(OpKind::Reshape, {x}, {}, f32({2, 16})));

@@ -3,10 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <sstream>
+#include <tuple>
 
 #include "ir/error.h"
 #include "ir/kernel.h"
 #include "ir/parser.h"
+#include "ir/tile_config.h"
 #include "passes/lower.h"
 #include "passes/pass_manager.h"
 #include "row_reduce_test_graphs.h"
@@ -43,7 +45,7 @@ TEST(RowReduceKernel, SoftmaxPrintsItsPhases) {
   ir::Kernel k = case_kernel("softmax", "f32", 8);
   EXPECT_EQ(ir::print(k),
             "kernel @k0 row_reduce(%x: f32[4,8], out %y: f32[4,8]) rows [4,8] "
-            "config {elems = 4, vec = 4, row_threads = 2, rows = 16} {\n"
+            "config {elems = 8, vec = 4, row_threads = 1, rows = 32} {\n"
             "  %0 = load %x : f32\n"
             "  %1 = reduce max %0 phase 0 : f32\n"
             "  %2 = sub %0, %1 : f32\n"
@@ -116,8 +118,9 @@ TEST(RowReduceKernel, VerifierRejectsAPerElementValueInAPerRowOutput) {
 
 TEST(RowReduceTile, ThreadsPerRowGrowWithTheRow) {
   auto threads = [](long n) { return case_kernel("softmax", "f16", n).config.row_threads; };
-  EXPECT_EQ(threads(64), 8);
-  EXPECT_EQ(threads(128), 16);
+  // Short rows: four 16-byte vectors per thread.
+  EXPECT_EQ(threads(64), 2);
+  EXPECT_EQ(threads(128), 4);
   EXPECT_EQ(threads(1024), 32);
   EXPECT_EQ(threads(4096), 64);
   EXPECT_EQ(threads(16384), 256);
@@ -130,6 +133,7 @@ TEST(RowReduceTile, ShortRowsShareABlock) {
 }
 
 TEST(RowReduceTile, RowsThatDoNotFitInRegistersAreStreamed) {
+  const ir::TargetScope target("sm_80");  // no cluster to spread the row over
   ir::TileConfig c = case_kernel("softmax", "f32", 262144, "1").config;
   EXPECT_EQ(c.stream, 1);
   EXPECT_EQ(c.elems, c.vec);
@@ -164,6 +168,17 @@ TEST(RowReduceTile, CandidatesAreValidAndCoverRegistersAndStreaming) {
   }
   EXPECT_TRUE(registers);
   EXPECT_TRUE(streamed);
+}
+
+TEST(RowReduceTile, CandidatesUseOnlyTheWidestLegalVector) {
+  for (auto [dt, n, want] : {std::tuple{"f16", 4096L, 8}, {"f32", 4096L, 4}, {"f16", 1002L, 2}, {"f16", 127L, 1}}) {
+    ir::Kernel k = case_kernel("softmax", dt, n);
+    auto cs = ir::candidates(k);
+    ASSERT_FALSE(cs.empty());
+    for (const ir::TileConfig& c : cs) EXPECT_EQ(c.vec, want) << dt << " n=" << n << " " << c.str();
+  }
+  // Rows of 4096 f16: 23 block shapes, streamed, and in registers from 64 threads a row.
+  EXPECT_EQ(ir::candidates(case_kernel("softmax", "f16", 4096)).size(), 28u);
 }
 
 TEST(RowReduceTile, ValidateNamesTheRuleBroken) {

@@ -1,0 +1,14 @@
+// The baseline families, one file each; registry.cpp lists them in preference order.
+#pragma once
+#include <vector>
+
+#include "baselines/baseline.h"
+
+namespace kiln::baselines {
+
+std::vector<Baseline> elementwise_chain_baselines();  // elementwise_chain.cpp
+std::vector<Baseline> softmax_baselines();            // softmax.cpp
+std::vector<Baseline> norm_baselines();               // norms.cpp
+std::vector<Baseline> reduction_baselines();          // reductions.cpp
+
+}  // namespace kiln::baselines

@@ -1,0 +1,284 @@
+#!/usr/bin/env python3
+"""Tests of bench/peers.py and bench/plot.py that need no GPU: the cases' reference math on
+tiny hand-computed inputs, the result JSON, `peers.py --check` on folders written the way
+`kiln run --save` writes them, and plot.py on a synthetic result.
+
+    python3 bench/test_peers.py        (or: python3 -m pytest bench/test_peers.py)
+
+Exits 77 (skipped) when python3 has no numpy. KILN_BIN names a kiln binary for the test
+that checks `kiln run --compile-only --save` end to end (skipped without one).
+"""
+import contextlib
+import importlib.util
+import io
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+try:
+    import numpy as np
+except ImportError:
+    np = None
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+if np is not None:
+    import peers
+
+HAVE_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
+
+
+def write_npy_like_kiln(path, array):
+    """Writes .npy as tools/npy.cpp does: version 1.0, header padded to 64 bytes, shape as '(3,5)'."""
+    descr = {np.dtype(np.float16): "<f2", np.dtype(np.float32): "<f4", np.dtype(np.int32): "<i4"}[array.dtype]
+    dims = ",".join(str(d) for d in array.shape) + ("," if array.ndim == 1 else "")
+    header = "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }" % (descr, dims)
+    header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode("latin1"))
+        f.write(np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<")).tobytes())
+
+
+def ref(case, *arrays, dtype="f32"):
+    return peers.CASES[case].reference(peers.NumpyOps, *[np.asarray(a, dtype=np.float64) for a in arrays], dtype)
+
+
+@unittest.skipIf(np is None, "numpy is not installed")
+class ReferenceMath(unittest.TestCase):
+    def test_softmax_of_zero_and_log3_is_quarter_and_three_quarters(self):
+        (y,) = ref("softmax", [[0.0, math.log(3.0)]])
+        np.testing.assert_allclose(y, [[0.25, 0.75]], rtol=1e-12)
+
+    def test_softmax_is_unchanged_by_a_row_shift(self):
+        (y,) = ref("softmax", [[1000.0, 1001.0]])
+        e = math.exp(1.0)
+        np.testing.assert_allclose(y, [[1 / (1 + e), e / (1 + e)]], rtol=1e-12)
+
+    def test_add_rmsnorm_of_3_4(self):
+        y, h = ref("add_rmsnorm", [[1.0, 2.0]], [[2.0, 2.0]], [1.0, 2.0], dtype="f16")
+        np.testing.assert_allclose(h, [[3.0, 4.0]])
+        rms = math.sqrt((9 + 16) / 2 + 1e-6)
+        np.testing.assert_allclose(y, [[3 / rms, 8 / rms]], rtol=1e-12)
+
+    def test_add_rmsnorm_normalises_h_rounded_to_f16(self):
+        # 1 + 2^-11 rounds to 1 in f16: the norm sees [1, 1], the returned h keeps the sum.
+        y, h = ref("add_rmsnorm", [[1.0, 1.0]], [[2.0**-11, 0.0]], [1.0, 1.0], dtype="f16")
+        self.assertEqual(h[0, 0], 1.0 + 2.0**-11)
+        np.testing.assert_allclose(y, [[1 / math.sqrt(1 + 1e-6)] * 2], rtol=1e-12)
+
+    def test_layer_norm_of_1_to_4(self):
+        (y,) = ref("layer_norm", [[1.0, 2.0, 3.0, 4.0]], [2.0, 2.0, 2.0, 2.0], [1.0, 1.0, 1.0, 1.0])
+        std = math.sqrt(1.25 + 1e-5)  # biased variance of 1..4
+        np.testing.assert_allclose(y, [[2 * c / std + 1 for c in (-1.5, -0.5, 0.5, 1.5)]], rtol=1e-12)
+
+    def test_gelu_chain_uses_the_tanh_approximation(self):
+        # gelu_tanh(1) = 0.5 (1 + tanh(sqrt(2/pi) * 1.044715)) = 0.8411919906...; gelu(0) = 0.
+        (y,) = ref("gelu_chain", [[0.5, 0.0]], [[0.5, 0.25]], [2.0, 3.0], [0.0, 0.0])
+        np.testing.assert_allclose(y, [[0.8411919906 + 0.5, 0.25]], rtol=1e-9)
+
+    def test_gelu_chain_scales_then_shifts(self):
+        (y,) = ref("gelu_chain", [[1.0]], [[0.0]], [-2.0], [1.0])  # v = 1 * -2 + 1 = -1
+        np.testing.assert_allclose(y, [[-0.1588080094]], rtol=1e-8)
+
+    def test_row_and_column_sums(self):
+        x = [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]
+        np.testing.assert_array_equal(ref("row_sum", x)[0], [3.0, 7.0, 11.0])
+        np.testing.assert_array_equal(ref("col_sum", x)[0], [9.0, 12.0])
+
+
+@unittest.skipIf(np is None, "numpy is not installed")
+class CaseTable(unittest.TestCase):
+    def test_softmax_shapes_hold_2_27_elements(self):
+        shapes = peers.CASES["softmax"].default_shapes
+        self.assertEqual([c for _, c in shapes], [128, 512, 1024, 4096, 16384, 32768, 65536, 262144])
+        self.assertTrue(all(r * c == 2**27 for r, c in shapes))
+
+    def test_minimum_bytes(self):
+        self.assertEqual(peers.CASES["softmax"].min_bytes(32768, 4096, 2), 536870912)  # 537 MB in f16
+        self.assertEqual(peers.CASES["add_rmsnorm"].min_bytes(2, 8, 2), (4 * 16 + 8) * 2)
+        self.assertEqual(peers.CASES["layer_norm"].min_bytes(2, 8, 2), (2 * 16 + 16) * 2)
+        self.assertEqual(peers.CASES["gelu_chain"].min_bytes(2, 8, 4), (3 * 16 + 16) * 4)
+        self.assertEqual(peers.CASES["row_sum"].min_bytes(2, 8, 4), (16 + 2) * 4)
+        self.assertEqual(peers.CASES["col_sum"].min_bytes(2, 8, 4), (16 + 8) * 4)
+
+    def test_sizes_take_row_lengths_or_shapes(self):
+        self.assertEqual(peers.parse_sizes("4096,3x5"), [(32768, 4096), (3, 5)])
+        with self.assertRaises(SystemExit):
+            peers.parse_sizes("big")
+
+    def test_case_from_function_name(self):
+        self.assertEqual(peers.case_for_function("softmax_f16_128"), "softmax")
+        self.assertEqual(peers.case_for_function("add_rmsnorm_f16_4096"), "add_rmsnorm")
+        self.assertEqual(peers.case_for_function("gelu_chain_f32"), "gelu_chain")
+        self.assertIsNone(peers.case_for_function("softmaxish"))
+
+    def test_relative_l2_and_nan(self):
+        self.assertAlmostEqual(peers.relative_l2([3.0, 4.0], [3.0, 0.0]), 4.0 / 3.0)
+        self.assertEqual(peers.relative_l2([float("nan"), 1.0], [1.0, 1.0]), math.inf)
+        self.assertEqual(peers.max_abs_error([1.0, 5.0], [1.5, 4.0]), 1.0)
+
+
+@unittest.skipIf(np is None, "numpy is not installed")
+class ResultJson(unittest.TestCase):
+    def sample(self):
+        row = peers.make_row("softmax", "f16", (32768, 4096), "triton", 0.125, 536870912, 4000.0, "rows=1", "passed")
+        return peers.make_result("NVIDIA H200", 4000.0, [row], date="2026-11-29")
+
+    def test_row_figures(self):
+        row = self.sample()["rows"][0]
+        self.assertAlmostEqual(row["gb_s"], 536870912 / 0.125e-3 / 1e9)
+        self.assertAlmostEqual(row["pct_roofline"], 100 * row["gb_s"] / 4000.0)
+
+    def test_round_trip_keeps_every_field(self):
+        result = self.sample()
+        back = json.loads(json.dumps(result))
+        peers.validate_result(back)
+        self.assertEqual(back, result)
+        self.assertEqual(back["tool"], "peers.py")
+
+    def test_validate_rejects_an_unknown_check(self):
+        result = self.sample()
+        result["rows"][0]["check"] = "ok"
+        with self.assertRaises(ValueError):
+            peers.validate_result(result)
+
+
+@unittest.skipIf(np is None, "numpy is not installed")
+class CheckSavedRun(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def save_softmax(self, y, manifest=True):
+        rng = np.random.default_rng(3)
+        x = (rng.uniform(0.1, 2.0, (3, 5)) * rng.choice([-1, 1], (3, 5))).astype(np.float16)
+        write_npy_like_kiln(os.path.join(self.dir, "x.npy"), x)
+        e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
+        good = (e / e.sum(axis=1, keepdims=True)).astype(np.float16)
+        write_npy_like_kiln(os.path.join(self.dir, "out0_y.npy"), y(good))
+        if manifest:
+            entry = {"name": "x", "file": "x.npy", "dtype": "f16", "shape": [3, 5]}
+            out = {"name": "y", "file": "out0_y.npy", "reference": "ref0_y.npy", "dtype": "f16", "shape": [3, 5]}
+            with open(os.path.join(self.dir, "manifest.json"), "w") as f:
+                json.dump({"function": "softmax_f16_5", "inputs": [entry], "outputs": [out]}, f)
+
+    def check(self, case=None):
+        with contextlib.redirect_stdout(io.StringIO()) as printed:
+            status = peers.run_check(self.dir, case)
+        return status, printed.getvalue()
+
+    def test_correct_output_passes(self):
+        self.save_softmax(lambda good: good)
+        status, printed = self.check()
+        self.assertEqual(status, 0, printed)
+        self.assertIn("case softmax (f16)", printed)
+
+    def test_wrong_output_fails(self):
+        self.save_softmax(lambda good: (good * np.float16(1.1)).astype(np.float16))
+        status, printed = self.check()
+        self.assertEqual(status, 1, printed)
+        self.assertIn("FAILED", printed)
+
+    def test_nan_output_fails(self):
+        self.save_softmax(lambda good: np.where(np.arange(15).reshape(3, 5) == 7, np.float16("nan"), good))
+        self.assertEqual(self.check()[0], 1)
+
+    def test_without_manifest_the_case_is_named(self):
+        self.save_softmax(lambda good: good, manifest=False)
+        self.assertEqual(self.check("softmax")[0], 0)
+        with self.assertRaises(SystemExit):
+            self.check()
+
+    def test_two_outputs_matched_by_input_name(self):
+        x = np.array([[1.0, 2.0], [0.5, -1.0]], dtype=np.float16)
+        r = np.array([[2.0, 2.0], [0.25, -0.5]], dtype=np.float16)
+        w = np.array([1.0, 2.0], dtype=np.float16)
+        h = (x + r).astype(np.float16)
+        hf = h.astype(np.float64)
+        y = (hf / np.sqrt((hf * hf).mean(axis=1, keepdims=True) + 1e-6) * w).astype(np.float16)
+        # Inputs listed out of the case's order: the check must match them by name.
+        for name, a in (("x", x), ("r", r), ("w", w), ("out0_y", y), ("out1_h", h)):
+            write_npy_like_kiln(os.path.join(self.dir, name + ".npy"), a)
+        tensor = lambda n, f, s: {"name": n, "file": f, "dtype": "f16", "shape": s}  # noqa: E731
+        manifest = {"function": "add_rmsnorm_f16_2",
+                    "inputs": [tensor("w", "w.npy", [2]), tensor("x", "x.npy", [2, 2]), tensor("r", "r.npy", [2, 2])],
+                    "outputs": [dict(tensor("y", "out0_y.npy", [2, 2]), reference="ref0_y.npy"),
+                                dict(tensor("h", "out1_h.npy", [2, 2]), reference="ref1_h.npy")]}
+        with open(os.path.join(self.dir, "manifest.json"), "w") as f:
+            json.dump(manifest, f)
+        status, printed = self.check()
+        self.assertEqual(status, 0, printed)
+        self.assertIn("output 1 %h", printed)
+
+    @unittest.skipUnless(os.environ.get("KILN_BIN") and os.path.exists(os.environ.get("KILN_BIN", "")),
+                         "KILN_BIN does not name a kiln binary")
+    def test_kiln_run_compile_only_save_is_checked(self):
+        graph = os.path.join(self.dir, "g.kiln")
+        with open(graph, "w") as f:
+            f.write("func @layer_norm_f16_6(%x: f16[4,6], %w: f16[6], %b: f16[6]) -> (f16[4,6]) {\n"
+                    "  %y = layer_norm %x, %w, %b {axis = -1, eps = 1e-05} : f16[4,6]\n"
+                    "  return %y\n}\n")
+        saved = os.path.join(self.dir, "saved")
+        subprocess.run([os.environ["KILN_BIN"], "run", graph, "--compile-only", "--save", saved], check=True,
+                       stdout=subprocess.DEVNULL, env=dict(os.environ, KILN_CACHE_DIR=os.path.join(self.dir, "c")))
+        with contextlib.redirect_stdout(io.StringIO()) as printed:
+            status = peers.run_check(saved)
+        self.assertEqual(status, 0, printed.getvalue())
+        self.assertIn("case layer_norm", printed.getvalue())
+
+
+@unittest.skipIf(np is None or not HAVE_MATPLOTLIB, "numpy or matplotlib is not installed")
+class Plots(unittest.TestCase):
+    def test_plots_from_a_synthetic_result(self):
+        import plot
+        rows = []
+        for impl, fraction in (("kiln default", 0.9), ("torch eager", 0.6), ("triton", 0.8)):
+            for c in (1024, 4096, 16384):
+                for case in ("softmax", "add_rmsnorm", "layer_norm"):
+                    ms = 0.2 / fraction
+                    rows.append(peers.make_row(case, "f16", (2**27 // c, c), impl, ms, 536870912, 4000.0, "", "passed"))
+            for case, dtype, shape in (("gelu_chain", "f16", (8192, 8192)), ("row_sum", "f32", (16384, 16384)),
+                                       ("col_sum", "f32", (16384, 16384))):
+                rows.append(peers.make_row(case, dtype, shape, impl, 0.3 / fraction, 10**9, 4000.0, "", "passed"))
+        with tempfile.TemporaryDirectory() as tmp:
+            src = os.path.join(tmp, "r.json")
+            with open(src, "w") as f:
+                json.dump(peers.make_result("NVIDIA H200", 4000.0, rows, date="2026-11-29"), f)
+            out = os.path.join(tmp, "png")
+            with contextlib.redirect_stdout(io.StringIO()):
+                self.assertEqual(plot.main([src, "--out", out]), 0)
+            names = sorted(os.listdir(out))
+            self.assertEqual(names, ["add_rmsnorm_f16.png", "layer_norm_f16.png", "roofline_bars.png",
+                                     "softmax_f16.png"])
+            for name in names:
+                with open(os.path.join(out, name), "rb") as f:
+                    self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+
+    def test_merge_prefers_the_later_file_and_rescales_to_the_first_copy_figure(self):
+        import plot
+        with tempfile.TemporaryDirectory() as tmp:
+            paths = []
+            for i, (copy, ms) in enumerate(((4000.0, 1.0), (2000.0, 0.5))):
+                row = peers.make_row("softmax", "f16", (4, 8), "triton", ms, 10**9, copy, "", "passed")
+                paths.append(os.path.join(tmp, f"{i}.json"))
+                with open(paths[-1], "w") as f:
+                    json.dump(peers.make_result("H200", copy, [row]), f)
+            rows, copy_gbs, _, _ = plot.load_results(paths)
+        self.assertEqual(copy_gbs, 4000.0)
+        self.assertEqual(len(rows), 1)
+        self.assertAlmostEqual(rows[0]["gb_s"], 2000.0)
+        self.assertAlmostEqual(rows[0]["pct_roofline"], 50.0)
+
+
+if __name__ == "__main__":
+    if np is None:
+        print("bench/test_peers.py: skipped: python3 has no numpy")
+        sys.exit(77)
+    unittest.main()

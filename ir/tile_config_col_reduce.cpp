@@ -1,0 +1,190 @@
+// The col-reduce kind's tile rules. A col_reduce kernel reduces the leading dims K of
+// a collapsed space [K, N]. Its block is (cols / vec) column threads, each moving vec
+// consecutive columns (16-byte loads), times k_threads threads walking K; k_split
+// cuts K into slices across the grid's y dim so that tall matrices with few columns
+// still fill the GPU. With one column (a full reduction) the vector runs along K.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "ir/error.h"
+#include "ir/kernel.h"
+#include "ir/tile_config.h"
+
+namespace kiln::ir {
+
+namespace {
+
+constexpr int kMaxVectorBytes = 16;
+constexpr int kMaxBlock = 1024;
+constexpr int kMaxSplit = 65535;                          // gridDim.y
+constexpr int64_t kMaxSharedBytes = 48 * 1024;            // static shared memory
+constexpr int64_t kMaxScratchBytes = int64_t{64} << 20;   // the partials of a split K
+constexpr int64_t kMaxGrid = std::numeric_limits<int32_t>::max();
+constexpr int kThreadsPerSM = 2048;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+bool power_of_two(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
+
+// What the rules need to know of a kernel's collapsed space.
+struct ColShape {
+  CollapsedSpace space;
+  int64_t k = 1, n = 1;  // reduced and kept element counts
+  bool one_column = false;
+  int reduces = 0;
+};
+
+ColShape col_shape(const Kernel& kernel) {
+  ColShape s;
+  s.space = collapse(kernel);
+  for (int d = 0; d < static_cast<int>(s.space.dims.size()); ++d)
+    (d < s.space.reduced_dims ? s.k : s.n) *= s.space.dims[static_cast<size_t>(d)];
+  s.one_column = s.n == 1;
+  for (const ScalarOp& op : kernel.body) s.reduces += op.kind == ScalarKind::Reduce;
+  return s;
+}
+
+// Why `vec` cannot be used, or empty. Columns: every input that moves along N reads
+// it contiguously from starts that are multiples of vec. One column: the same along K.
+std::string vec_problem(const Kernel& kernel, const ColShape& s, int vec) {
+  if (vec != 1 && vec != 2 && vec != 4 && vec != 8) return "vec must be 1, 2, 4 or 8";
+  if (vec == 1) return "";
+  const CollapsedSpace& c = s.space;
+  const size_t inner = s.one_column ? static_cast<size_t>(c.reduced_dims) - 1 : c.dims.size() - 1;
+  const size_t first = s.one_column ? 0 : static_cast<size_t>(c.reduced_dims);
+  const char* along = s.one_column ? "the reduced dims" : "the columns";
+  if (inner != first) return fmt::format("{} do not collapse to one dim", along);
+  if (c.dims[inner] % vec != 0) return fmt::format("{} ({}) are not a multiple of vec", along, c.dims[inner]);
+  for (size_t i = 0; i < kernel.args.size(); ++i) {
+    const KernelArg& a = kernel.args[i];
+    const std::vector<int64_t>& st = c.arg_strides[i];
+    if (a.is_output || st[inner] == 0) continue;
+    if (vec * dtype_bytes(a.type.dtype) > kMaxVectorBytes)
+      return fmt::format("a vector of {} elements of %{} ({}) is wider than {} bytes", vec, a.name, a.type.str(),
+                         kMaxVectorBytes);
+    if (st[inner] != 1) return fmt::format("%{} is not contiguous along {}", a.name, along);
+    for (size_t d = 0; d < st.size(); ++d)
+      if (d != inner && c.dims[d] != 1 && st[d] % vec != 0)
+        return fmt::format("%{}'s vectors do not start at multiples of vec", a.name);
+  }
+  return "";
+}
+
+int block_threads(const ColShape& s, const TileConfig& c) {
+  return s.one_column ? c.k_threads : c.cols / std::max(1, c.vec) * c.k_threads;
+}
+
+// The widest element among the inputs that vary (it bounds the vector in bytes).
+int widest_input_bytes(const Kernel& k) {
+  int bytes = 1;
+  for (const KernelArg& a : k.args)
+    if (!a.is_output) bytes = std::max(bytes, dtype_bytes(a.type.dtype));
+  return bytes;
+}
+
+int pow2_at_least(int64_t v) {
+  int p = 1;
+  while (p < v && p < kMaxBlock) p *= 2;
+  return p;
+}
+
+}  // namespace
+
+void validate_col_reduce(const Kernel& k, const TileConfig& c) {
+  auto fail = [&](const std::string& rule) {
+    throw Error(fmt::format("kernel @{}: tile config {}: {}", k.name, c.str(), rule));
+  };
+  const ColShape s = col_shape(k);
+  if (c.threads || c.elems || c.row_threads || c.rows || c.stream || c.cluster)
+    fail("a col_reduce kernel sets cols, vec, k_threads and k_split only");
+  if (std::string why = vec_problem(k, s, c.vec); !why.empty()) fail(fmt::format("vec = {}: {}", c.vec, why));
+  if (s.one_column) {
+    if (c.cols != 1) fail(fmt::format("cols = {}: a full reduction has one column, so cols must be 1", c.cols));
+  } else {
+    if (c.cols < c.vec || c.cols % c.vec != 0 || !power_of_two(c.cols / c.vec))
+      fail(fmt::format("cols = {}: columns per block must be vec times a power of two", c.cols));
+  }
+  if (!power_of_two(c.k_threads) || c.k_threads > kMaxBlock)
+    fail(fmt::format("k_threads = {}: threads along K must be a power of two up to {}", c.k_threads, kMaxBlock));
+  const int block = block_threads(s, c);
+  if (block < 32 || block > kMaxBlock)
+    fail(fmt::format("the block has {} threads; it must hold whole warps, 32 to {}", block, kMaxBlock));
+  if (c.k_split < 1 || c.k_split > kMaxSplit)
+    fail(fmt::format("k_split = {}: K slices must number between 1 and {}", c.k_split, kMaxSplit));
+  if (c.k_split > s.k) fail(fmt::format("k_split = {} is more slices than the {} reduced elements", c.k_split, s.k));
+  const int64_t shared = int64_t{4} * std::max(1, s.reduces) * c.k_threads * (s.one_column ? 1 : c.cols);
+  if (shared > kMaxSharedBytes)
+    fail(fmt::format("the block combines {} bytes in shared memory, more than {}", shared, kMaxSharedBytes));
+  const int64_t scratch = int64_t{4} * s.reduces * c.k_split * s.n;
+  if (c.k_split > 1 && scratch > kMaxScratchBytes)
+    fail(fmt::format("the K slices' partials take {} bytes, more than {}", scratch, kMaxScratchBytes));
+  if (ceil_div(s.n, c.cols) > kMaxGrid) fail("the grid needs more column blocks than the limit");
+}
+
+std::vector<TileConfig> col_reduce_candidates(const Kernel& k) {
+  const ColShape s = col_shape(k);
+  std::vector<TileConfig> out;
+  auto keep = [&](const TileConfig& c) {
+    try {
+      validate_col_reduce(k, c);
+      out.push_back(c);
+    } catch (const Error&) {
+    }
+  };
+  for (int vec : {1, 2, 4, 8}) {
+    if (!vec_problem(k, s, vec).empty()) continue;
+    for (int col_threads = s.one_column ? 1 : 4; col_threads <= (s.one_column ? 1 : 64); col_threads *= 2) {
+      if (col_threads > 4 && int64_t{col_threads / 2} * vec >= s.n) break;  // more threads than columns
+      for (int kt = 1; kt <= kMaxBlock; kt *= 2) {
+        if (col_threads * kt < 64 || col_threads * kt > 512) continue;
+        for (int split = 1; split <= 1024; split *= 2) {
+          if (split > 1 && int64_t{split} * kt * vec > s.k) break;
+          TileConfig c;
+          c.cols = s.one_column ? 1 : col_threads * vec;
+          c.vec = vec;
+          c.k_threads = kt;
+          c.k_split = split;
+          keep(c);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+TileConfig col_reduce_heuristic(const Kernel& k) {
+  const ColShape s = col_shape(k);
+  TileConfig c;
+  c.vec = kMaxVectorBytes / widest_input_bytes(k);
+  while (c.vec > 1 && !vec_problem(k, s, c.vec).empty()) c.vec /= 2;
+  int col_threads = 1;
+  if (s.one_column) {
+    c.cols = 1;
+    c.k_threads = std::max(32, std::min(512, pow2_at_least(ceil_div(s.k, c.vec))));
+  } else {
+    // A warp across 32 column vectors (512 contiguous bytes per row), fewer when the
+    // columns run out; the rest of a 256-thread block walks K.
+    col_threads = 32;
+    while (col_threads > 1 && int64_t{col_threads / 2} * c.vec >= s.n) col_threads /= 2;
+    c.cols = col_threads * c.vec;
+    c.k_threads = std::min(256 / col_threads, pow2_at_least(s.k));
+    c.k_threads = std::max(c.k_threads, 32 / col_threads);
+  }
+  // Slices of K until the blocks fill every SM once (columns; 16384 x 16384 fp32:
+  // 128 column tiles x 8 slices, all resident) or twice (one column: 2^27 elements
+  // in 1056 blocks of 512), while each thread keeps at least 16 (columns) or 8 (one
+  // column) vectors to read in its slice.
+  const int block = block_threads(s, c);
+  const int64_t wave = int64_t{kTargetSMs} * (kThreadsPerSM / block);
+  const int64_t col_blocks = ceil_div(s.n, c.cols);
+  const int64_t per_thread = s.one_column ? 8 * c.vec : 16;
+  const int64_t by_work = std::max<int64_t>(1, s.k / (int64_t{c.k_threads} * per_thread));
+  const int64_t by_wave = std::max<int64_t>(1, (s.one_column ? 2 * wave : wave) / col_blocks);
+  c.k_split = static_cast<int>(std::min({by_work, by_wave, int64_t{kMaxSplit}}));
+  const int64_t scratch_cap = kMaxScratchBytes / (int64_t{4} * std::max(1, s.reduces) * s.n);
+  c.k_split = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(c.k_split, scratch_cap)));
+  return c;
+}
+
+}  // namespace kiln::ir

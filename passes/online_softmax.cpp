@@ -1,0 +1,132 @@
+// online-softmax: rewrites the two-phase softmax that `decompose` (or a user writing
+// it by hand) builds,
+//   m = max(x); d = x - m; e = exp(d); s = sum(e); y = e / s        -> y = exp(x - logsumexp(x))
+//   m = max(x); d = x - m; e = exp(d); s = sum(e); y = d - log(s)   -> y = x - logsumexp(x)
+// logsumexp keeps a running max and a rescaled running sum, so a row kernel reads the
+// row once for it instead of once for the max and again for the sum. The rewrite fires
+// only when the intermediates (m, d, e, s, log(s)) have no readers outside the pattern:
+// one that is read elsewhere would have to be computed anyway.
+#include <algorithm>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "passes/pass.h"
+
+namespace kiln::passes {
+
+namespace {
+
+using ir::Graph;
+using ir::Node;
+using ir::OpKind;
+using ir::Value;
+
+using Users = std::vector<std::vector<Node*>>;
+
+const Node* producer_of(const Value* v, OpKind k) {
+  return v->producer && v->producer->op == k ? v->producer : nullptr;
+}
+
+// Two reductions over the same axes with the same keepdim: their results line up.
+bool same_reduction(const Node& a, const Node& b) {
+  const int rank = a.operands[0]->type.rank();
+  return b.operands[0]->type.rank() == rank && ir::reduce_axes(a.attrs, rank) == ir::reduce_axes(b.attrs, rank) &&
+         a.attrs.get_bool("keepdim") == b.attrs.get_bool("keepdim");
+}
+
+// True when every reader of `v` is one of `allowed` and no graph output is `v`.
+bool private_to(const Graph& g, const Users& users, const Value* v, std::initializer_list<const Node*> allowed) {
+  if (std::find(g.outputs().begin(), g.outputs().end(), v) != g.outputs().end()) return false;
+  for (const Node* u : users[static_cast<size_t>(v->id)])
+    if (std::find(allowed.begin(), allowed.end(), u) == allowed.end()) return false;
+  return true;
+}
+
+// The shared front of both patterns: d = x - max(x), e = exp(d), s = sum(e) over the
+// max's axes. Null members when `s` is not such a sum.
+struct ShiftedSum {
+  const Node* max = nullptr;
+  const Node* shift = nullptr;
+  const Node* exp = nullptr;
+  const Node* sum = nullptr;
+  Value* x = nullptr;
+};
+
+ShiftedSum match_shifted_sum(const Value* s) {
+  ShiftedSum p;
+  const Node* sum = producer_of(s, OpKind::ReduceSum);
+  const Node* exp = sum ? producer_of(sum->operands[0], OpKind::Exp) : nullptr;
+  const Node* shift = exp ? producer_of(exp->operands[0], OpKind::Sub) : nullptr;
+  const Node* max = shift ? producer_of(shift->operands[1], OpKind::ReduceMax) : nullptr;
+  if (!max || max->operands[0] != shift->operands[0] || !same_reduction(*max, *sum)) return p;
+  // The shift must not broadcast x to a larger shape (then x - m is not per element of x).
+  if (shift->result->type != shift->operands[0]->type) return p;
+  return ShiftedSum{max, shift, exp, sum, shift->operands[0]};
+}
+
+// logsumexp(x) over the sum's axes, appended to the graph. The axes are written
+// normalised (sorted, from 0), so softmaxes that name them differently read the same.
+Value* logsumexp(Graph& g, const ShiftedSum& p, const std::string& loc) {
+  std::vector<int64_t> axes;
+  for (int a : ir::reduce_axes(p.sum->attrs, p.x->type.rank())) axes.push_back(a);
+  ir::Attrs attrs;
+  attrs.set("axis", std::move(axes));
+  attrs.set("keepdim", p.sum->attrs.get_bool("keepdim"));
+  return g.add(OpKind::ReduceLogSumExp, {p.x}, attrs, std::nullopt, loc);
+}
+
+// y = e / s: softmax.
+Value* rewrite_softmax(Graph& g, const Users& users, const Node& y) {
+  ShiftedSum p = match_shifted_sum(y.operands[1]);
+  if (!p.sum || p.exp->result != y.operands[0]) return nullptr;
+  if (!private_to(g, users, p.max->result, {p.shift}) || !private_to(g, users, p.shift->result, {p.exp}) ||
+      !private_to(g, users, p.exp->result, {p.sum, &y}) || !private_to(g, users, p.sum->result, {&y}))
+    return nullptr;
+  Value* l = logsumexp(g, p, y.loc);
+  return g.add(OpKind::Exp, {g.add(OpKind::Sub, {p.x, l}, {}, std::nullopt, y.loc)}, {}, std::nullopt, y.loc);
+}
+
+// y = d - log(s): log_softmax.
+Value* rewrite_log_softmax(Graph& g, const Users& users, const Node& y) {
+  const Node* log = producer_of(y.operands[1], OpKind::Log);
+  if (!log) return nullptr;
+  ShiftedSum p = match_shifted_sum(log->operands[0]);
+  if (!p.sum || p.shift->result != y.operands[0]) return nullptr;
+  if (!private_to(g, users, p.max->result, {p.shift}) || !private_to(g, users, p.shift->result, {p.exp, &y}) ||
+      !private_to(g, users, p.exp->result, {p.sum}) || !private_to(g, users, p.sum->result, {log}) ||
+      !private_to(g, users, log->result, {&y}))
+    return nullptr;
+  return g.add(OpKind::Sub, {p.x, logsumexp(g, p, y.loc)}, {}, std::nullopt, y.loc);
+}
+
+class OnlineSoftmax : public Pass {
+public:
+  std::string_view name() const override { return "online-softmax"; }
+
+  bool run(Graph& g) override {
+    bool changed = false;
+    for (Node* y : g.nodes()) {
+      if (y->op != OpKind::Div && y->op != OpKind::Sub) continue;
+      const Users users = g.users();  // fresh: an earlier rewrite moved readers
+      size_t mark = g.num_nodes();
+      Value* result = y->op == OpKind::Div ? rewrite_softmax(g, users, *y) : rewrite_log_softmax(g, users, *y);
+      if (!result) continue;
+      std::vector<Node*> all = g.nodes();
+      for (size_t i = mark; i < all.size(); ++i) all[i]->group = y->group;
+      g.move_tail_before(mark, y);
+      g.replace_all_uses(y->result, result);
+      result->name = std::move(y->result->name);  // the result still reads as the user named it
+      y->result->name.clear();
+      changed = true;
+    }
+    if (changed) g.remove_dead_nodes();
+    return changed;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> make_OnlineSoftmax() { return std::make_unique<OnlineSoftmax>(); }
+
+}  // namespace kiln::passes

@@ -1,0 +1,76 @@
+// welford: rewrites the two-phase variance that LayerNorm decomposes into,
+//   mu = mean(x); c = x - mu; v = mean(c * c)      -> v = var(x)
+// over the same axes. var has no reduction under it, so it joins mean(x) in the first
+// phase of a row kernel, which computes it in one read of the row (Welford's running
+// mean and squared deviations, merged across threads with Chan's formula). The centred
+// c usually stays (LayerNorm multiplies it by rsqrt(v + eps)); only v changes, so the
+// rewrite is right whoever else reads c or c * c.
+#include "passes/pass.h"
+
+namespace kiln::passes {
+
+namespace {
+
+using ir::Graph;
+using ir::Node;
+using ir::OpKind;
+using ir::Value;
+
+const Node* producer_of(const Value* v, OpKind k) {
+  return v->producer && v->producer->op == k ? v->producer : nullptr;
+}
+
+// mean(x) lines up with x when it keeps the reduced dims (size 1) or reduces leading
+// dims only: otherwise numpy broadcasting would pair it with the wrong elements.
+bool lines_up(const Node& mean) {
+  if (mean.attrs.get_bool("keepdim")) return true;
+  const std::vector<int> axes = ir::reduce_axes(mean.attrs, mean.operands[0]->type.rank());
+  for (size_t i = 0; i < axes.size(); ++i)
+    if (axes[i] != static_cast<int>(i)) return false;
+  return true;
+}
+
+// The x of v = mean((x - mean(x))^2) over v's axes, or null.
+Value* variance_of(const Node& v) {
+  const Node* square = producer_of(v.operands[0], OpKind::Mul);
+  if (!square || square->operands[0] != square->operands[1]) return nullptr;
+  const Node* centre = producer_of(square->operands[0], OpKind::Sub);
+  const Node* mean = centre ? producer_of(centre->operands[1], OpKind::ReduceMean) : nullptr;
+  if (!mean || mean->operands[0] != centre->operands[0] || !lines_up(*mean)) return nullptr;
+  Value* x = centre->operands[0];
+  const int rank = x->type.rank();
+  if (centre->result->type != x->type || v.operands[0]->type.rank() != rank ||
+      ir::reduce_axes(mean->attrs, rank) != ir::reduce_axes(v.attrs, rank))
+    return nullptr;
+  return x;
+}
+
+class Welford : public Pass {
+public:
+  std::string_view name() const override { return "welford"; }
+
+  bool run(Graph& g) override {
+    bool changed = false;
+    for (Node* v : g.nodes()) {
+      if (v->op != OpKind::ReduceMean) continue;
+      Value* x = variance_of(*v);
+      if (!x) continue;
+      size_t mark = g.num_nodes();
+      Value* var = g.add(OpKind::ReduceVar, {x}, v->attrs, std::nullopt, v->loc);
+      var->producer->group = v->group;
+      g.move_tail_before(mark, v);
+      g.replace_all_uses(v->result, var);
+      var->name = std::move(v->result->name);
+      v->result->name.clear();
+      changed = true;
+    }
+    if (changed) g.remove_dead_nodes();
+    return changed;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> make_Welford() { return std::make_unique<Welford>(); }
+
+}  // namespace kiln::passes

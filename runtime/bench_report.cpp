@@ -1,0 +1,149 @@
+// The benchmark result file: JSON in and out, CSV out, and the merge of a peers file.
+#include "runtime/bench_report.h"
+
+#include <fmt/format.h>
+
+#include <ctime>
+#include <fstream>
+#include <sstream>
+
+#include "ir/error.h"
+
+namespace kiln::runtime {
+
+void fill_rates(BenchRow& row, double copy_gbs) {
+  row.gb_s = row.tflop_s = row.pct_roofline = 0;
+  if (row.median_ms <= 0) return;
+  const double seconds = row.median_ms * 1e-3;
+  row.gb_s = static_cast<double>(row.bytes) / seconds / 1e9;
+  row.tflop_s = static_cast<double>(row.flops) / seconds / 1e12;
+  row.pct_roofline = copy_gbs > 0 ? 100.0 * row.gb_s / copy_gbs : 0;
+}
+
+nlohmann::json to_json(const BenchReport& report) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const BenchRow& r : report.rows) {
+    nlohmann::json j = {{"case", r.case_name}, {"dtype", r.dtype},     {"shape", r.shape},
+                        {"impl", r.impl},      {"median_ms", r.median_ms}, {"bytes", r.bytes},
+                        {"flops", r.flops},    {"gb_s", r.gb_s},       {"tflop_s", r.tflop_s},
+                        {"pct_roofline", r.pct_roofline}, {"config", r.config}, {"check", r.check}};
+    if (r.peer_pct_roofline) j["peer_pct_roofline"] = *r.peer_pct_roofline;
+    rows.push_back(std::move(j));
+  }
+  return {{"tool", report.tool}, {"gpu", report.gpu}, {"date", report.date}, {"copy_gbs", report.copy_gbs},
+          {"rows", rows}};
+}
+
+namespace {
+
+template <class T>
+T field(const nlohmann::json& j, const char* name, const std::string& where) {
+  if (!j.is_object() || !j.contains(name)) throw Error(fmt::format("bench report: {} has no field '{}'", where, name));
+  try {
+    return j.at(name).get<T>();
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(fmt::format("bench report: {}: field '{}' has the wrong type ({})", where, name, e.what()));
+  }
+}
+
+}  // namespace
+
+BenchReport report_from_json(const nlohmann::json& j) {
+  BenchReport report;
+  report.tool = field<std::string>(j, "tool", "the report");
+  report.gpu = field<std::string>(j, "gpu", "the report");
+  report.date = field<std::string>(j, "date", "the report");
+  report.copy_gbs = field<double>(j, "copy_gbs", "the report");
+  const auto rows = field<nlohmann::json>(j, "rows", "the report");
+  if (!rows.is_array()) throw Error("bench report: field 'rows' must be an array");
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const nlohmann::json& r = rows[i];
+    const std::string where = fmt::format("row {}", i);
+    BenchRow row;
+    row.case_name = field<std::string>(r, "case", where);
+    row.dtype = field<std::string>(r, "dtype", where);
+    row.shape = field<std::vector<int64_t>>(r, "shape", where);
+    row.impl = field<std::string>(r, "impl", where);
+    row.median_ms = field<double>(r, "median_ms", where);
+    row.bytes = field<int64_t>(r, "bytes", where);
+    row.flops = r.contains("flops") && !r["flops"].is_null() ? field<int64_t>(r, "flops", where) : 0;
+    row.gb_s = field<double>(r, "gb_s", where);
+    row.tflop_s = r.contains("tflop_s") && !r["tflop_s"].is_null() ? field<double>(r, "tflop_s", where) : 0;
+    row.pct_roofline = field<double>(r, "pct_roofline", where);
+    row.config = r.contains("config") ? field<std::string>(r, "config", where) : "";
+    row.check = field<std::string>(r, "check", where);
+    if (row.check != "passed" && row.check != "failed" && row.check != "skipped")
+      throw Error(fmt::format("bench report: {}: check must be passed, failed or skipped, got '{}'", where, row.check));
+    if (r.contains("peer_pct_roofline")) row.peer_pct_roofline = field<double>(r, "peer_pct_roofline", where);
+    report.rows.push_back(std::move(row));
+  }
+  return report;
+}
+
+BenchReport read_bench_report(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error(fmt::format("cannot read the bench report {}", path));
+  nlohmann::json j;
+  try {
+    f >> j;
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(fmt::format("{}: not valid JSON: {}", path, e.what()));
+  }
+  try {
+    return report_from_json(j);
+  } catch (const Error& e) {
+    throw Error(fmt::format("{}: {}", path, e.what()));
+  }
+}
+
+void write_bench_report(const std::string& path, const BenchReport& report) {
+  std::ofstream f(path, std::ios::binary);
+  f << to_json(report).dump(2) << "\n";
+  if (!f) throw Error(fmt::format("cannot write the bench report {}", path));
+}
+
+namespace {
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+}  // namespace
+
+std::string to_csv(const BenchReport& report) {
+  std::string out = "case,dtype,shape,impl,median_ms,bytes,flops,gb_s,tflop_s,pct_roofline,config,check\n";
+  for (const BenchRow& r : report.rows)
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{}\n", csv_field(r.case_name), r.dtype,
+                       fmt::format("{}", fmt::join(r.shape, "x")), csv_field(r.impl), r.median_ms, r.bytes, r.flops,
+                       r.gb_s, r.tflop_s, r.pct_roofline, csv_field(r.config), r.check);
+  return out;
+}
+
+void merge_peers(BenchReport& ours, const BenchReport& peers) {
+  for (BenchRow row : peers.rows) {
+    row.peer_pct_roofline = row.pct_roofline;
+    row.pct_roofline = ours.copy_gbs > 0 && row.gb_s > 0 ? 100.0 * row.gb_s / ours.copy_gbs : 0;
+    bool replaced = false;
+    for (BenchRow& mine : ours.rows) {
+      if (mine.same_key(row)) {
+        mine = row;
+        replaced = true;
+      }
+    }
+    if (!replaced) ours.rows.push_back(std::move(row));
+  }
+}
+
+std::string today() {
+  std::time_t now = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&now, &local);
+  char text[16];
+  std::strftime(text, sizeof text, "%Y-%m-%d", &local);
+  return text;
+}
+
+}  // namespace kiln::runtime

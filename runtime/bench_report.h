@@ -1,0 +1,65 @@
+// The result file of `kiln bench` and bench/peers.py: one JSON document with the
+// device, the date, the copy bandwidth measured in the same run and one row per
+// (case, dtype, shape, impl). Also its CSV form and the merge of a peers file into
+// Kiln's own results.
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kiln::runtime {
+
+struct BenchRow {
+  std::string case_name;       // "softmax"
+  std::string dtype;           // "f16"
+  std::vector<int64_t> shape;  // [R, C]
+  std::string impl;            // "kiln default", "kiln tuned", "hand-written", "torch eager", ...
+  double median_ms = 0;
+  int64_t bytes = 0;
+  int64_t flops = 0;
+  double gb_s = 0;
+  double tflop_s = 0;
+  double pct_roofline = 0;  // % of the copy bandwidth of the report this row is in
+  std::string config;
+  std::string check = "skipped";  // "passed", "failed" or "skipped"
+  // For a row merged from a peers file: the peer's own pct_roofline.
+  std::optional<double> peer_pct_roofline;
+
+  bool same_key(const BenchRow& o) const {
+    return case_name == o.case_name && dtype == o.dtype && shape == o.shape && impl == o.impl;
+  }
+};
+
+struct BenchReport {
+  std::string tool = "kiln bench";
+  std::string gpu;
+  std::string date;  // YYYY-MM-DD
+  double copy_gbs = 0;
+  std::vector<BenchRow> rows;
+};
+
+// Fills gb_s, tflop_s and pct_roofline from median_ms, bytes, flops and copy_gbs
+// (all 0 when median_ms is not positive).
+void fill_rates(BenchRow& row, double copy_gbs);
+
+nlohmann::json to_json(const BenchReport& report);
+// Throws kiln::Error naming the missing or mistyped field (and the row).
+BenchReport report_from_json(const nlohmann::json& j);
+// Files; both throw kiln::Error naming the path when it cannot be read or written.
+BenchReport read_bench_report(const std::string& path);
+void write_bench_report(const std::string& path, const BenchReport& report);
+
+// One header line, then one line per row (the JSON row fields, in that order).
+std::string to_csv(const BenchReport& report);
+
+// Adds the peers' rows to `ours`, replacing a row with the same key. Each merged
+// row keeps the peer's own figure in peer_pct_roofline and has pct_roofline
+// recomputed against ours.copy_gbs.
+void merge_peers(BenchReport& ours, const BenchReport& peers);
+
+// Today's date as YYYY-MM-DD (local time).
+std::string today();
+
+}  // namespace kiln::runtime

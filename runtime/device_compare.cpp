@@ -1,0 +1,137 @@
+// The GPU comparison kernel and its host side. See device_compare.h.
+#include "runtime/device_compare.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <mutex>
+
+#include "ir/error.h"
+#include "runtime/compile_cache.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/device.h"
+#include "runtime/timer.h"
+
+namespace kiln::runtime {
+
+namespace {
+
+// A fixed grid: each thread walks a fixed set of elements, so the sums' order (and
+// their rounding) never changes.
+constexpr unsigned kBlocks = 528;
+constexpr unsigned kThreads = 256;
+
+// One kernel per dtype; GOT_T and DECODE say how an element is read.
+constexpr const char* kSource = R"(
+#include <cuda_fp16.h>
+extern "C" __global__ void __launch_bounds__(256) kiln_compare(const GOT_T* __restrict__ got,
+    const double* __restrict__ want, unsigned long long n, double* __restrict__ sums,
+    unsigned long long* __restrict__ counts) {
+  __shared__ double s_diff2[256], s_ref2[256], s_max[256];
+  __shared__ unsigned long long s_bad[256], s_mis[256];
+  double diff2 = 0, ref2 = 0, max_abs = 0;
+  unsigned long long bad = 0, mis = 0;
+  for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += (unsigned long long)gridDim.x * blockDim.x) {
+    const double g = DECODE(got[i]), w = want[i];
+    if (!isfinite(w)) {  // the reference is NaN or Inf itself: the same class passes
+      if (!((isnan(w) && isnan(g)) || g == w)) ++bad;
+      continue;
+    }
+    if (!isfinite(g)) { ++bad; continue; }
+    if (g != w) ++mis;
+    diff2 += (g - w) * (g - w);
+    ref2 += w * w;
+    max_abs = fmax(max_abs, fabs(g - w));
+  }
+  const unsigned t = threadIdx.x;
+  s_diff2[t] = diff2; s_ref2[t] = ref2; s_max[t] = max_abs; s_bad[t] = bad; s_mis[t] = mis;
+  __syncthreads();
+  for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
+    if (t < half) {
+      s_diff2[t] += s_diff2[t + half];
+      s_ref2[t] += s_ref2[t + half];
+      s_max[t] = fmax(s_max[t], s_max[t + half]);
+      s_bad[t] += s_bad[t + half];
+      s_mis[t] += s_mis[t + half];
+    }
+    __syncthreads();
+  }
+  if (t == 0) {
+    sums[3 * blockIdx.x] = s_diff2[0];
+    sums[3 * blockIdx.x + 1] = s_ref2[0];
+    sums[3 * blockIdx.x + 2] = s_max[0];
+    counts[2 * blockIdx.x] = s_bad[0];
+    counts[2 * blockIdx.x + 1] = s_mis[0];
+  }
+}
+)";
+
+std::string source_for(DType t) {
+  std::string got;
+  switch (t) {
+    case DType::f32: got = "float"; break;
+    case DType::f16: case DType::bf16: got = "unsigned short"; break;
+    case DType::i32: got = "int"; break;
+    case DType::i1: got = "unsigned char"; break;
+  }
+  std::string prefix = fmt::format("#define GOT_T {}\n", got);
+  if (t == DType::f16) prefix += "#define DECODE(x) ((double)__half2float(__ushort_as_half(x)))\n";
+  else if (t == DType::bf16) prefix += "#define DECODE(x) ((double)__uint_as_float((unsigned)(x) << 16))\n";
+  else if (t == DType::i1) prefix += "#define DECODE(x) ((x) != 0 ? 1.0 : 0.0)\n";
+  else prefix += "#define DECODE(x) ((double)(x))\n";
+  return prefix + kSource;
+}
+
+// The loaded comparison kernel for a dtype and arch, compiled once per process.
+CUfunction compare_function(DType t, const std::string& arch) {
+  static std::mutex mutex;
+  static std::map<std::pair<int, std::string>, Module> modules;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto key = std::make_pair(static_cast<int>(t), arch);
+  auto it = modules.find(key);
+  if (it == modules.end()) {
+    CompileResult r = CompileCache::global().compile(source_for(t), "kiln_compare", CompileOptions{arch, {}});
+    it = modules.emplace(key, Module(r.cubin.data(), r.cubin.size(), "kiln_compare")).first;
+  }
+  return it->second.function("kiln_compare");
+}
+
+}  // namespace
+
+DeviceReference::DeviceReference(const HostTensor& want)
+    : want_(&want), values_(want.values.size() * sizeof(double)) {
+  if (!want.values.empty()) values_.upload(want.values.data(), want.values.size() * sizeof(double));
+}
+
+Comparison DeviceReference::compare(const DeviceBuffer& got, const std::string& arch) const {
+  const HostTensor& want = *want_;
+  const unsigned long long n = want.values.size();
+  if (got.bytes() < static_cast<size_t>(want.type.bytes()))
+    throw Error(fmt::format("device comparison: the buffer holds {} bytes, a {} needs {}", got.bytes(),
+                            want.type.str(), want.type.bytes()));
+  CompareSums total;
+  if (n > 0) {
+    DeviceBuffer sums(kBlocks * 3 * sizeof(double)), counts(kBlocks * 2 * sizeof(unsigned long long));
+    CUdeviceptr got_ptr = got.ptr(), want_ptr = values_.ptr(), sums_ptr = sums.ptr(), counts_ptr = counts.ptr();
+    unsigned long long count = n;
+    std::vector<void*> args = {&got_ptr, &want_ptr, &count, &sums_ptr, &counts_ptr};
+    launch_kernel(compare_function(want.type.dtype, arch), Dim3{kBlocks}, Dim3{kThreads}, 0, args, "kiln_compare");
+    std::vector<double> s(kBlocks * 3);
+    std::vector<unsigned long long> c(kBlocks * 2);
+    sums.download(s.data(), s.size() * sizeof(double));  // synchronous: waits for the kernel
+    counts.download(c.data(), c.size() * sizeof(unsigned long long));
+    for (unsigned b = 0; b < kBlocks; ++b) {
+      CompareSums part;
+      part.diff2 = s[3 * b];
+      part.ref2 = s[3 * b + 1];
+      part.max_abs = s[3 * b + 2];
+      part.bad_nonfinite = static_cast<int64_t>(c[2 * b]);
+      part.mismatches = static_cast<int64_t>(c[2 * b + 1]);
+      total.merge(part);
+    }
+  }
+  return finish_comparison(total, want);
+}
+
+}  // namespace kiln::runtime

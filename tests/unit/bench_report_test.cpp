@@ -1,0 +1,192 @@
+// The benchmark result file: JSON written and read back unchanged, rates from times,
+// CSV quoting, schema errors, and the merge of a peers file into Kiln's report.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "ir/error.h"
+#include "runtime/bench_cases.h"
+#include "runtime/bench_report.h"
+
+namespace kiln {
+namespace {
+
+using runtime::BenchReport;
+using runtime::BenchRow;
+
+BenchRow row(const std::string& impl, double ms, double pct) {
+  BenchRow r;
+  r.case_name = "softmax";
+  r.dtype = "f16";
+  r.shape = {32768, 4096};
+  r.impl = impl;
+  r.median_ms = ms;
+  r.bytes = 536870912;
+  r.gb_s = 4000;
+  r.pct_roofline = pct;
+  r.config = "{threads/row = 128, vec = 8}";
+  r.check = "passed";
+  return r;
+}
+
+BenchReport sample() {
+  BenchReport r;
+  r.gpu = "NVIDIA H200";
+  r.date = "2026-11-29";
+  r.copy_gbs = 4000;
+  r.rows = {row("kiln default", 0.14, 95.0), row("hand-written", 0.13, 99.0)};
+  return r;
+}
+
+void expect_same(const BenchReport& a, const BenchReport& b) {
+  EXPECT_EQ(a.tool, b.tool);
+  EXPECT_EQ(a.gpu, b.gpu);
+  EXPECT_EQ(a.date, b.date);
+  EXPECT_EQ(a.copy_gbs, b.copy_gbs);
+  ASSERT_EQ(a.rows.size(), b.rows.size());
+  for (size_t i = 0; i < a.rows.size(); ++i) {
+    EXPECT_TRUE(a.rows[i].same_key(b.rows[i]));
+    EXPECT_EQ(a.rows[i].median_ms, b.rows[i].median_ms);
+    EXPECT_EQ(a.rows[i].bytes, b.rows[i].bytes);
+    EXPECT_EQ(a.rows[i].pct_roofline, b.rows[i].pct_roofline);
+    EXPECT_EQ(a.rows[i].config, b.rows[i].config);
+    EXPECT_EQ(a.rows[i].check, b.rows[i].check);
+    EXPECT_EQ(a.rows[i].peer_pct_roofline, b.rows[i].peer_pct_roofline);
+  }
+}
+
+TEST(BenchReport, JsonHasTheSchemaFields) {
+  nlohmann::json j = runtime::to_json(sample());
+  EXPECT_EQ(j["tool"], "kiln bench");
+  EXPECT_EQ(j["copy_gbs"], 4000.0);
+  const nlohmann::json& r = j["rows"][0];
+  for (const char* f : {"case", "dtype", "shape", "impl", "median_ms", "bytes", "flops", "gb_s", "tflop_s",
+                        "pct_roofline", "config", "check"})
+    EXPECT_TRUE(r.contains(f)) << f;
+  EXPECT_EQ(r["shape"], nlohmann::json::array({32768, 4096}));
+  EXPECT_FALSE(r.contains("peer_pct_roofline"));
+}
+
+TEST(BenchReport, JsonRoundTripsThroughAFile) {
+  const std::string path = (std::filesystem::temp_directory_path() / "kiln_bench_report_test.json").string();
+  BenchReport before = sample();
+  before.rows[0].peer_pct_roofline = 80.5;
+  runtime::write_bench_report(path, before);
+  expect_same(before, runtime::read_bench_report(path));
+  std::filesystem::remove(path);
+}
+
+TEST(BenchReport, FillRatesFromTime) {
+  BenchRow r;
+  r.bytes = 2'000'000'000;
+  r.flops = 4'000'000'000'000;
+  r.median_ms = 1000;  // one second
+  runtime::fill_rates(r, 4000);
+  EXPECT_DOUBLE_EQ(r.gb_s, 2.0);
+  EXPECT_DOUBLE_EQ(r.tflop_s, 4.0);
+  EXPECT_DOUBLE_EQ(r.pct_roofline, 0.05);
+}
+
+TEST(BenchReport, FillRatesLeavesAnUntimedRowAtZero) {
+  BenchRow r;
+  r.bytes = 100;
+  runtime::fill_rates(r, 4000);
+  EXPECT_EQ(r.gb_s, 0);
+  EXPECT_EQ(r.pct_roofline, 0);
+}
+
+TEST(BenchReport, MergeRecomputesRooflineAndKeepsThePeersFigure) {
+  BenchReport ours = sample();
+  BenchReport peers;
+  peers.tool = "peers.py";
+  peers.copy_gbs = 5000;
+  BenchRow eager = row("torch eager", 0.2, 40.0);
+  eager.gb_s = 2000;
+  peers.rows = {eager};
+  runtime::merge_peers(ours, peers);
+  ASSERT_EQ(ours.rows.size(), 3u);
+  const BenchRow& merged = ours.rows.back();
+  EXPECT_EQ(merged.impl, "torch eager");
+  EXPECT_DOUBLE_EQ(merged.pct_roofline, 50.0);  // 2000 of our 4000 GB/s
+  ASSERT_TRUE(merged.peer_pct_roofline.has_value());
+  EXPECT_DOUBLE_EQ(*merged.peer_pct_roofline, 40.0);
+  EXPECT_FALSE(ours.rows[0].peer_pct_roofline.has_value());
+}
+
+TEST(BenchReport, MergeReplacesARowWithTheSameKey) {
+  BenchReport ours = sample();
+  BenchReport peers;
+  BenchRow again = row("hand-written", 0.5, 10.0);
+  again.gb_s = 1000;
+  peers.rows = {again};
+  runtime::merge_peers(ours, peers);
+  ASSERT_EQ(ours.rows.size(), 2u);
+  EXPECT_EQ(ours.rows[1].median_ms, 0.5);
+}
+
+TEST(BenchReport, MergedReportRoundTrips) {
+  BenchReport ours = sample();
+  BenchReport peers;
+  peers.rows = {row("triton", 0.135, 97.0)};
+  runtime::merge_peers(ours, peers);
+  expect_same(ours, runtime::report_from_json(runtime::to_json(ours)));
+}
+
+TEST(BenchReport, ReadingAMissingFieldNamesIt) {
+  nlohmann::json j = runtime::to_json(sample());
+  j["rows"][1].erase("impl");
+  try {
+    runtime::report_from_json(j);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("row 1 has no field 'impl'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(BenchReport, ReadingABadCheckFails) {
+  nlohmann::json j = runtime::to_json(sample());
+  j["rows"][0]["check"] = "ok";
+  EXPECT_THROW(runtime::report_from_json(j), Error);
+}
+
+TEST(BenchReport, CsvQuotesConfigsWithCommas) {
+  std::string csv = runtime::to_csv(sample());
+  EXPECT_EQ(csv.substr(0, csv.find('\n')),
+            "case,dtype,shape,impl,median_ms,bytes,flops,gb_s,tflop_s,pct_roofline,config,check");
+  EXPECT_NE(csv.find("softmax,f16,32768x4096,kiln default,0.14,536870912,0,4000,0,95,\"{threads/row = 128, vec = "
+                     "8}\",passed\n"),
+            std::string::npos)
+      << csv;
+}
+
+TEST(BenchReport, TodayIsAnIsoDate) {
+  std::string d = runtime::today();
+  ASSERT_EQ(d.size(), 10u);
+  EXPECT_EQ(d[4], '-');
+  EXPECT_EQ(d[7], '-');
+}
+
+// The peers' results kept in the repository read back, and every row names one of
+// Kiln's cases at one of its default sizes with the same byte count: the two case
+// lists (C++ and bench/peers.py) are in step.
+TEST(BenchReport, StoredPeersFileMatchesKilnsCases) {
+  const std::string path = std::string(KILN_SOURCE_DIR) + "/bench/results/peers-h200.json";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << "no stored peers file at " << path;
+  BenchReport peers = runtime::read_bench_report(path);
+  EXPECT_EQ(peers.tool, "peers.py");
+  ASSERT_FALSE(peers.rows.empty());
+  for (const BenchRow& r : peers.rows) {
+    SCOPED_TRACE(r.case_name + " " + r.dtype + " " + r.impl);
+    const runtime::BenchCase& c = runtime::find_bench_case(r.case_name);
+    std::optional<DType> dtype = parse_dtype(r.dtype);
+    ASSERT_TRUE(dtype.has_value());
+    ASSERT_EQ(r.shape.size(), 2u);
+    const runtime::BenchSize size{r.shape[0], r.shape[1]};
+    EXPECT_NE(std::find(c.sizes.begin(), c.sizes.end(), size), c.sizes.end()) << size.str();
+    EXPECT_EQ(r.bytes, runtime::bench_bytes(c, *dtype, size));
+  }
+}
+
+}  // namespace
+}  // namespace kiln

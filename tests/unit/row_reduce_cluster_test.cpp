@@ -1,0 +1,119 @@
+// Rows too long for one block: the tile rules split them over a thread-block cluster
+// on sm_90 (and never for an older target), and the generated CUDA compiles.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <utility>
+
+#include "codegen/emit.h"
+#include "codegen_test_util.h"
+#include "ir/error.h"
+#include "ir/kernel.h"
+#include "ir/parser.h"
+#include "ir/tile_config.h"
+#include "passes/lower.h"
+#include "passes/pass_manager.h"
+#include "row_reduce_test_graphs.h"
+#include "runtime/program.h"
+
+namespace kiln {
+namespace {
+
+ir::Kernel lowered(const std::string& which, const std::string& dt, long n, const std::string& rows = "3") {
+  ir::Graph g = ir::parse(row_reduce_test::graph_text(which, dt, rows, n), "cluster_test");
+  passes::PassManager pm(std::string(runtime::kCompilePipeline));
+  pm.run(g);
+  std::vector<ir::Kernel> ks = passes::lower(g).kernels;
+  EXPECT_EQ(ks.size(), 1u);
+  return ks.at(0);
+}
+
+TEST(RowReduceCluster, LongRowsShareAClusterOnSm90) {
+  // 16384 elements a block: rows of 65536 take a cluster of 4, of 262144 the largest (8).
+  EXPECT_EQ(lowered("softmax", "f16", 16384).config.cluster, 0);
+  EXPECT_EQ(lowered("softmax", "f16", 32768).config.cluster, 2);
+  EXPECT_EQ(lowered("softmax", "f16", 65536).config.cluster, 4);
+  EXPECT_EQ(lowered("layer_norm", "bf16", 262144).config.cluster, 8);
+  for (long n : {32768L, 65536L, 262144L}) {
+    ir::Kernel k = lowered("softmax", "f16", n);
+    EXPECT_EQ(k.config.rows, 1);
+    EXPECT_GE(int64_t{k.config.row_threads} * k.config.cluster * k.config.elems, n) << k.config.str();
+  }
+}
+
+TEST(RowReduceCluster, OlderTargetsNeverGetOne) {
+  const ir::TargetScope target("sm_80");
+  ir::Kernel k = lowered("softmax", "f16", 262144);
+  EXPECT_LE(k.config.cluster, 1) << k.config.str();
+  for (const ir::TileConfig& c : ir::candidates(k)) EXPECT_LE(c.cluster, 1) << c.str();
+  ir::TileConfig clustered = k.config;
+  clustered.cluster = 2;
+  clustered.rows = 1;
+  clustered.stream = 1;
+  clustered.elems = clustered.vec;
+  try {
+    ir::validate(k, clustered);
+    ADD_FAILURE() << "a cluster was accepted for sm_80";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("clusters need sm_90"), std::string::npos) << e.what();
+  }
+}
+
+TEST(RowReduceCluster, RulesNameWhatIsWrong) {
+  ir::Kernel k = lowered("softmax", "f32", 65536);
+  ir::TileConfig c = k.config;
+  c.cluster = 3;
+  EXPECT_THROW(ir::validate(k, c), Error);
+  c.cluster = 16;
+  EXPECT_THROW(ir::validate(k, c), Error);
+  c = k.config;
+  c.cluster = 2;
+  c.row_threads = 16;
+  c.rows = 4;
+  try {
+    ir::validate(k, c);
+    ADD_FAILURE() << "several rows per block with a cluster were accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("rows must be 1"), std::string::npos) << e.what();
+  }
+}
+
+TEST(RowReduceCluster, CandidatesIncludeClustersForLongRowsOnly) {
+  auto clustered = [](const ir::Kernel& k) {
+    int count = 0;
+    for (const ir::TileConfig& c : ir::candidates(k)) {
+      EXPECT_NO_THROW(ir::validate(k, c)) << c.str();
+      count += c.cluster > 1;
+    }
+    return count;
+  };
+  EXPECT_EQ(clustered(lowered("softmax", "f16", 4096)), 0);
+  EXPECT_GT(clustered(lowered("softmax", "f16", 65536)), 0);
+}
+
+TEST(RowReduceCluster, EveryReductionCompilesWithACluster) {
+  // sum / max / min / mean, logsumexp (softmax), var (LayerNorm) and RMSNorm's mean, each
+  // with a cluster of 2 holding the row in registers and one of 8 streaming it.
+  for (const char* which : {"sum", "max", "min", "mean", "softmax", "log_softmax", "layer_norm", "rms_norm"})
+    for (auto [cluster, stream] : {std::pair{2, 0}, std::pair{8, 1}}) {
+        ir::Kernel k = lowered(which, "f16", 65536);
+        k.config.cluster = cluster;
+        k.config.rows = 1;
+        k.config.row_threads = 256;
+        k.config.stream = stream;
+        k.config.elems = stream ? k.config.vec : 65536 / (256 * cluster);
+        if (k.config.elems > 64) continue;
+        SCOPED_TRACE(std::string(which) + " " + k.config.str());
+        std::string source = codegen::emit_cuda(k);
+        EXPECT_TRUE(test::contains(source, fmt::format("__cluster_dims__({}, 1, 1)", cluster)));
+        EXPECT_TRUE(test::contains(source, "kiln_cluster_sync();\n}"));
+        runtime::CompileResult r = runtime::compile_cuda(source, "cluster", runtime::CompileOptions{"sm_90a", {}});
+        EXPECT_FALSE(r.cubin.empty());
+        EXPECT_FALSE(test::contains(r.log, "warning")) << r.log;
+        EXPECT_EQ(codegen::launch_dims(k).grid[0], 3u * cluster);
+    }
+}
+
+}  // namespace
+}  // namespace kiln
