@@ -54,7 +54,8 @@ int debug_level() {
 std::string describe() {
   auto show = [](const char* name) { return env(name).value_or("(unset)"); };
   std::string out;
-  for (const char* name : {"KILN_CACHE_DIR", "KILN_DUMP_DIR", "KILN_TUNE", "KILN_TUNE_DB", "KILN_ARCH", "KILN_DEBUG"})
+  for (const char* name : {"KILN_CACHE_DIR", "KILN_DUMP_DIR", "KILN_TUNE", "KILN_TUNE_DB", "KILN_ARCH", "KILN_DEBUG",
+                           "KILN_THREADS"})
     out += fmt::format("  {:<15} {}\n", name, show(name));
   return out;
 }
