@@ -9,8 +9,13 @@
 //   before each   per-row values that the finished reductions make available
 //   stage P       the element loop computes and stores the full-size outputs; lane 0
 //                 stores the per-row outputs
-// With the row in registers the inputs are loaded once and every stage reads the
-// registers; a streamed row is read again from memory (L2) in each stage.
+// With the row in registers the row's own inputs are loaded once, kept as stored (fp16
+// packed) and every stage reads the registers; a streamed row is read again from memory
+// (L2) in each stage. Inputs every row shares (a norm's weight) are read where used.
+// With a cluster of C blocks (sm_90) a row's T * C threads span C blocks: block `rank`
+// holds lanes rank * T .. rank * T + T - 1; after its own block-level combine each block
+// publishes its partial in shared memory and reads every block's through distributed
+// shared memory in rank order, so all C blocks hold the same bits.
 // Two reductions keep more than one accumulator, updated once per vector of V elements:
 // logsumexp a running (max, sum of exp(x - max)) pair, rescaled once per vector by the
 // change of its max; var Welford's (count, mean, squared deviations), the vector's own
@@ -198,8 +203,8 @@ private:
     }
     s += "    } else {\n";
     for (int a : arrays)
-      s += fmt::format("#pragma unroll\n      for (int t = 0; t < {}; ++t) a{}[j * {} + t] = {}();\n", c_.vec, a, c_.vec,
-                       storage(a));
+      s += fmt::format("#pragma unroll\n      for (int t = 0; t < {}; ++t) a{}[j * {} + t] = {}();\n", c_.vec, a,
+                       c_.vec, storage(a));
     return s + "    }\n  }\n";
   }
 
@@ -428,8 +433,8 @@ private:
       else if (t > 1)
         s += fmt::format("  kiln_warp_lse<{}>(lse_max{}, lse_sum{});\n", t, r, r);
       if (cluster() > 1)
-        s += fmt::format("  kiln_cluster_lse<{}>(lse_max{}, lse_sum{}, &kiln_cluster_slots[{}], &kiln_cluster_slots[{}]);\n",
-                         cluster(), r, r, slot, slot + 1);
+        s += fmt::format("  kiln_cluster_lse<{}>(lse_max{}, lse_sum{}, &kiln_cluster_slots[{}], "
+                         "&kiln_cluster_slots[{}]);\n", cluster(), r, r, slot, slot + 1);
       s += fmt::format("  const float lse_log{} = logf(lse_sum{});\n", r, r);
       return s + fmt::format("  const float r{} = kiln_lse_result(lse_max{}, lse_sum{});\n", r, r, r);
     }
