@@ -102,6 +102,7 @@ public:
         if (!is_free_node(*m)) taken_.insert(m);
       groups.push_back(std::move(grp));
     }
+    merge_siblings(groups);
     for (const Node* n : nodes_) {
       if (!live_.count(n) || taken_.count(n)) continue;
       std::optional<ColReduction> c = col_reduction(*n);
@@ -192,6 +193,42 @@ private:
     } catch (const Error&) {
       return false;
     }
+  }
+
+  // The values a group reads from outside itself (through free nodes: constants, views).
+  std::set<const Value*> external_reads(const std::set<const Node*>& group) const {
+    std::set<const Value*> out;
+    for (const Node* n : group)
+      for (const Value* u : n->operands) {
+        if (u->producer && group.count(u->producer)) continue;
+        const Value* v = u;
+        while (v->producer && is_free_node(*v->producer) && !v->producer->operands.empty())
+          v = v->producer->operands[0];
+        out.insert(v);
+      }
+    return out;
+  }
+
+  // Row groups over the same rows that read the same tensors and nothing else from
+  // outside (sum and max of x; the statistics of one row) become one group, so that
+  // the rows are read once for all of them. Only such groups merge: a group that reads
+  // another kernel's output keeps its own place in the launch order.
+  void merge_siblings(std::vector<RowGroup>& groups) const {
+    for (size_t i = 0; i < groups.size(); ++i)
+      for (size_t j = i + 1; j < groups.size();) {
+        RowGroup& a = groups[i];
+        const RowGroup& b = groups[j];
+        const std::set<const Value*> reads_a = external_reads(a.nodes), reads_b = external_reads(b.nodes);
+        bool same_inputs = a.kind == "row_reduce" && b.kind == "row_reduce" && a.rows == b.rows && reads_a == reads_b;
+        std::set<const Node*> both = a.nodes;
+        both.insert(b.nodes.begin(), b.nodes.end());
+        if (same_inputs && viable(both, Target{false, a.rows, {}})) {
+          a.nodes = std::move(both);
+          groups.erase(groups.begin() + static_cast<std::ptrdiff_t>(j));
+        } else {
+          ++j;
+        }
+      }
   }
 
   std::set<const Node*> form(const Node* seed, const Target& t) const {

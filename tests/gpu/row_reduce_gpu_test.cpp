@@ -108,5 +108,30 @@ TEST(RowReduceGpu, HigherRankRows) {
   EXPECT_TRUE(c.passed) << c.str();
 }
 
+TEST(RowReduceGpu, ReductionsOfTheSameRowsInOneKernel) {
+  KILN_REQUIRE_GPU();
+  for (const char* dt : {"f32", "f16"})
+    for (long n : {1000L, 65536L}) {
+      SCOPED_TRACE(std::string(dt) + " n=" + std::to_string(n));
+      const std::string full = std::string(dt) + "[37," + std::to_string(n) + "]";
+      const std::string per_row = std::string(dt) + "[37]";
+      ir::Graph g = ir::parse("func @siblings(%x: " + full + ") -> (" + per_row + ", " + per_row + ", " + full +
+                                  ") {\n  %s = max %x {axis = [1]} : " + per_row + "\n  %m = mean %x {axis = [1]} : " +
+                                  per_row + "\n  %y = softmax %x {axis = -1} : " + full + "\n  return %s, %m, %y\n}\n",
+                              "siblings");
+      runtime::Program program = runtime::Program::compile(g);
+      ASSERT_EQ(program.kernels().size(), 1u) << ir::print(program.graph());
+      std::vector<HostTensor> inputs = ir::random_inputs(g, 5);
+      std::vector<HostTensor> want = ir::evaluate(g, inputs);
+      std::vector<HostTensor> got = program.run(inputs);
+      ASSERT_EQ(got.size(), 3u);
+      for (size_t i = 0; i < got.size(); ++i) {
+        const double bound = i == 1 ? reduction_bound("mean", inputs[0], 37, n) : -1;
+        Comparison c = compare(got[i], want[i], bound);
+        EXPECT_TRUE(c.passed) << "output " << i << ": " << c.str();
+      }
+    }
+}
+
 }  // namespace
 }  // namespace kiln

@@ -128,6 +128,50 @@ TEST(RowReduceFuse, RowSumMaxAndMeanAreOneKernelEachWithPerRowOutputs) {
   }
 }
 
+TEST(RowReduceFuse, ReductionsOfTheSameRowsShareOneKernel) {
+  auto ks = kernels_of(R"(
+func @f(%x: f16[10,77]) -> (f16[10], f16[10], f16[10,77]) {
+  %s = sum %x {axis = [1]} : f16[10]
+  %m = max %x {axis = [1]} : f16[10]
+  %y = softmax %x {axis = -1} : f16[10,77]
+  return %s, %m, %y
+}
+)");
+  ASSERT_EQ(ks.size(), 1u);
+  EXPECT_EQ(arg_names(ks[0], false), (std::vector<std::string>{"x"}));
+  EXPECT_EQ(count_kind(ks[0], ir::ScalarKind::Store), 3);
+  EXPECT_EQ(count_kind(ks[0], ir::ScalarKind::Load), 1);  // the row is read once for all three
+}
+
+TEST(RowReduceFuse, AReductionThatReadsAnotherKernelsOutputKeepsItsOwnKernel) {
+  // %t also reads %c, which a column kernel writes: merged with %s, it would be read
+  // before it exists.
+  auto ks = kernels_of(R"(
+func @f(%x: f32[10,77]) -> (f32[10], f32[10]) {
+  %s = sum %x {axis = [1]} : f32[10]
+  %c = sum %x {axis = [0], keepdim = true} : f32[1,77]
+  %e = add %x, %c : f32[10,77]
+  %t = sum %e {axis = [1]} : f32[10]
+  return %s, %t
+}
+)");
+  int rows = 0;
+  for (const ir::Kernel& k : ks) rows += k.kind == ir::KernelKind::RowReduce;
+  EXPECT_EQ(rows, 2);
+  EXPECT_EQ(ks.size(), 3u);
+}
+
+TEST(RowReduceFuse, RowsOfDifferentTensorsDoNotMerge) {
+  auto ks = kernels_of(R"(
+func @f(%x: f32[10,77], %w: f32[10,77]) -> (f32[10], f32[10]) {
+  %s = sum %x {axis = [1]} : f32[10]
+  %t = sum %w {axis = [1]} : f32[10]
+  return %s, %t
+}
+)");
+  EXPECT_EQ(ks.size(), 2u);
+}
+
 TEST(RowReduceFuse, KeepdimSumAndItsConsumerShareTheKernel) {
   auto ks = kernels_of(R"(func @f(%x: f32[6,50]) -> (f32[6,1], f32[6,50]) {
   %s = sum %x {axis = [1], keepdim = true} : f32[6,1]
