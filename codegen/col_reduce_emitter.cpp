@@ -15,10 +15,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <map>
 #include <set>
 
+#include "codegen/kernel_params.h"
 #include "codegen/scalar_emit.h"
 #include "ir/error.h"
 
@@ -29,7 +29,6 @@ using ir::ScalarKind;
 
 namespace {
 
-constexpr int64_t kWideIndex = int64_t{1} << 31;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -42,18 +41,10 @@ public:
     col_threads_ = one_column_ ? 1 : c_.cols / c_.vec;
     width_ = one_column_ ? 1 : c_.cols;
     chunk_ = ceil_div(ceil_div(k_count_, c_.k_split), kvec()) * kvec();
-    bool wide = k.numel() >= kWideIndex;
-    for (const ir::KernelArg& a : k.args) wide = wide || a.type.numel() >= kWideIndex;
+    const bool wide = needs_wide_index(k);
     idx_ = wide ? "unsigned long long" : "unsigned int";
     suffix_ = wide ? "ull" : "u";
-    std::set<std::string> taken;
-    for (const ir::KernelArg& a : k.args) {
-      std::string base = a.is_output ? "out_" : "in_";
-      for (char ch : a.name) base += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
-      std::string name = base;
-      for (int i = 1; !taken.insert(name).second; ++i) name = fmt::format("{}_{}", base, i);
-      param_.push_back(name);
-    }
+    param_ = param_names(k);
     size_t j = 0;
     for (size_t id = 0; id < k.body.size(); ++id) {
       if (k.body[id].kind == ScalarKind::Index) index_slot_[id] = j++;

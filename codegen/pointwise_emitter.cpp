@@ -19,6 +19,7 @@
 #include <initializer_list>
 #include <set>
 
+#include "codegen/kernel_params.h"
 #include "codegen/scalar_emit.h"
 #include "ir/error.h"
 
@@ -29,7 +30,6 @@ using ir::ScalarKind;
 
 namespace {
 
-constexpr int64_t kWideIndex = int64_t{1} << 31;  // from here on, 64-bit indices
 
 enum class Mode { Contiguous, Vector, Uniform, Strided, PerElement };
 
@@ -44,7 +44,7 @@ public:
     const ir::TileConfig& c = k.config;
     vec_ = c.vec;
     n_ = k.numel();
-    wide_ = n_ >= kWideIndex;
+    wide_ = needs_wide_index(k);
     idx_ = wide_ ? "unsigned long long" : "unsigned int";
     const Shape& dims = space_.dims;
     const bool rows_hold_vectors = dims.back() % vec_ == 0;
@@ -57,12 +57,11 @@ public:
       for (size_t d = 0; d + 1 < s.size(); ++d) aligned = aligned && s[d] % vec_ == 0;
       return vector_ok && aligned ? Mode::Vector : Mode::Strided;
     };
-    std::set<std::string> taken;
+    param_ = param_names(k);
     for (size_t i = 0; i < k.args.size(); ++i) {
       const ir::KernelArg& a = k.args[i];
       (a.is_output ? outputs_ : inputs_).push_back(static_cast<int>(i));
       position_.push_back(static_cast<int>((a.is_output ? outputs_ : inputs_).size()) - 1);
-      param_.push_back(param_name(a, taken));
       args_.push_back(Access{space_.arg_strides[i], classify(space_.arg_strides[i], true)});
     }
     for (size_t id = 0, j = 0; id < k.body.size(); ++id) {
@@ -84,15 +83,6 @@ private:
   std::string lit(int64_t v) const { return std::to_string(v) + (wide_ ? "ull" : "u"); }
   std::string_view type_of(int arg) const { return storage_type(k_.args[arg].type.dtype); }
   std::string vec_type(int arg) const { return fmt::format("kiln_vec<{}, {}>", type_of(arg), vec_); }
-
-  // "in_x", "out_y": the value's name made an identifier; never clashes with locals.
-  static std::string param_name(const ir::KernelArg& a, std::set<std::string>& taken) {
-    std::string base = a.is_output ? "out_" : "in_";
-    for (char ch : a.name) base += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
-    std::string name = base;
-    for (int i = 1; !taken.insert(name).second; ++i) name = fmt::format("{}_{}", base, i);
-    return name;
-  }
 
   static const char* mode_name(Mode m) {
     switch (m) {

@@ -26,10 +26,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <map>
 #include <set>
 
+#include "codegen/kernel_params.h"
 #include "codegen/scalar_emit.h"
 #include "ir/error.h"
 
@@ -40,7 +40,6 @@ using ir::ScalarKind;
 
 namespace {
 
-constexpr int64_t kWideIndex = int64_t{1} << 31;
 
 class RowReduceEmitter {
 public:
@@ -48,18 +47,10 @@ public:
       : k_(k), c_(k.config), space_(ir::collapse(k)), uniform_(ir::row_uniform(k)) {
     n_ = space_.dims.back();
     rows_ = ir::row_count(k);
-    bool wide = k.numel() >= kWideIndex;
-    for (const ir::KernelArg& a : k.args) wide = wide || a.type.numel() >= kWideIndex;
+    const bool wide = needs_wide_index(k);
     idx_ = wide ? "unsigned long long" : "unsigned int";
     suffix_ = wide ? "ull" : "u";
-    std::set<std::string> taken;
-    for (const ir::KernelArg& a : k.args) {
-      std::string base = a.is_output ? "out_" : "in_";
-      for (char ch : a.name) base += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
-      std::string name = base;
-      for (int i = 1; !taken.insert(name).second; ++i) name = fmt::format("{}_{}", base, i);
-      param_.push_back(name);
-    }
+    param_ = param_names(k);
     ready_.assign(k.body.size(), 0);
     for (size_t id = 0; id < k.body.size(); ++id) {
       const ir::ScalarOp& op = k.body[id];
