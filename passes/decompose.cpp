@@ -6,6 +6,7 @@
 
 #include "ir/ops.h"
 #include "passes/pass.h"
+#include "passes/rewrite.h"
 
 namespace kiln::passes {
 
@@ -143,13 +144,7 @@ public:
       Builder b(g, *n);
       Value* result = expand(b, *n);
       if (!result) continue;  // a composite this pass does not know yet
-      std::vector<ir::Node*> all = g.nodes();
-      for (size_t i = mark; i < all.size(); ++i) all[i]->group = n->group;
-      g.move_tail_before(mark, n);
-      g.replace_all_uses(n->result, result);
-      // The final value takes the composite's name so the printed IR still reads as written.
-      result->name = std::move(n->result->name);
-      n->result->name.clear();
+      replace_with_new_nodes(g, n, mark, result);
       changed = true;
     }
     if (changed) g.remove_dead_nodes();

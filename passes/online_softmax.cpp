@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "passes/pass.h"
+#include "passes/rewrite.h"
 
 namespace kiln::passes {
 
@@ -112,12 +113,7 @@ public:
       size_t mark = g.num_nodes();
       Value* result = y->op == OpKind::Div ? rewrite_softmax(g, users, *y) : rewrite_log_softmax(g, users, *y);
       if (!result) continue;
-      std::vector<Node*> all = g.nodes();
-      for (size_t i = mark; i < all.size(); ++i) all[i]->group = y->group;
-      g.move_tail_before(mark, y);
-      g.replace_all_uses(y->result, result);
-      result->name = std::move(y->result->name);  // the result still reads as the user named it
-      y->result->name.clear();
+      replace_with_new_nodes(g, y, mark, result);
       changed = true;
     }
     if (changed) g.remove_dead_nodes();

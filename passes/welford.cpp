@@ -6,6 +6,7 @@
 // c usually stays (LayerNorm multiplies it by rsqrt(v + eps)); only v changes, so the
 // rewrite is right whoever else reads c or c * c.
 #include "passes/pass.h"
+#include "passes/rewrite.h"
 
 namespace kiln::passes {
 
@@ -57,11 +58,7 @@ public:
       if (!x) continue;
       size_t mark = g.num_nodes();
       Value* var = g.add(OpKind::ReduceVar, {x}, v->attrs, std::nullopt, v->loc);
-      var->producer->group = v->group;
-      g.move_tail_before(mark, v);
-      g.replace_all_uses(v->result, var);
-      var->name = std::move(v->result->name);
-      v->result->name.clear();
+      replace_with_new_nodes(g, v, mark, var);
       changed = true;
     }
     if (changed) g.remove_dead_nodes();

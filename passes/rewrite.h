@@ -1,0 +1,17 @@
+// The step that ends every rewrite which replaces one node by new ones (decompose,
+// online-softmax, welford): the new nodes take the old node's place and kernel group,
+// its readers read the new result, and the new result takes its name.
+#pragma once
+#include <cstddef>
+
+#include "ir/graph.h"
+
+namespace kiln::passes {
+
+// Replaces node `old` by the nodes added to `g` since it held `first_new` nodes, the last
+// of them computing `replacement`: they move just before `old` and join its group, every
+// reader of old's result reads `replacement` instead, and `replacement` takes old's name,
+// so the printed IR still reads as the user wrote it. `old` is left for remove_dead_nodes.
+void replace_with_new_nodes(ir::Graph& g, ir::Node* old, size_t first_new, ir::Value* replacement);
+
+}  // namespace kiln::passes
