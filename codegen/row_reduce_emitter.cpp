@@ -232,6 +232,10 @@ private:
         // reciprocal, computed once (row_values); a division costs ten instructions
         // per element, which a softmax at full bandwidth cannot afford.
         if (divides_by_row_value(id)) return fmt::format("({} * rinv{})", name(op.operands[0]), op.operands[1]);
+        // A loaded fp16 / bf16 value widened to f32 is exact already: no rounding first
+        // (online-softmax widens the row so; the rounding would cost two conversions).
+        if (op.op == ir::OpKind::Cast && op.dtype == DType::f32 && k_.body[op.operands[0]].kind == ScalarKind::Load)
+          return name(op.operands[0]);
         // x - logsumexp: subtract the row's max and the log of its sum apart. x - max is
         // exact near the max, so no precision goes to rounding max + log(sum) to one
         // float (at |x| ~ 1000 that alone would cost 3e-5 of every softmax output).
@@ -505,6 +509,12 @@ private:
     for (int st : stores) {
       const ir::ScalarOp& op = k_.body[st];
       int x = op.operands[0];
+      // Storing rounds to the output's dtype: a cast from f32 to that dtype just before
+      // the store would round twice (the same bits, two more conversions).
+      const ir::ScalarOp& v = k_.body[x];
+      if (v.kind == ScalarKind::Op && v.op == ir::OpKind::Cast && v.dtype == op.dtype && is_float(op.dtype) &&
+          k_.body[v.operands[0]].dtype == DType::f32 && !uniform_[v.operands[0]])
+        x = v.operands[0];
       body += fmt::format("{}w{}.v[t] = {};\n", in, st,
                           store_expr(op.dtype, fmt::format("{}{}", uniform_[x] ? "r" : "e", x)));
     }
