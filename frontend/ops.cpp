@@ -162,6 +162,12 @@ Tensor min(const Tensor& x, const Axes& axes, bool keepdim, Loc loc) {
 Tensor mean(const Tensor& x, const Axes& axes, bool keepdim, Loc loc) {
   return reduce(OpKind::ReduceMean, x, axes, keepdim, loc);
 }
+Tensor logsumexp(const Tensor& x, const Axes& axes, bool keepdim, Loc loc) {
+  return reduce(OpKind::ReduceLogSumExp, x, axes, keepdim, loc);
+}
+Tensor var(const Tensor& x, const Axes& axes, bool keepdim, Loc loc) {
+  return reduce(OpKind::ReduceVar, x, axes, keepdim, loc);
+}
 
 // ---- views ----
 Tensor broadcast_to(const Tensor& x, Shape shape, Loc loc) {

@@ -79,6 +79,10 @@ Tensor sum(const Tensor& x, const Axes& axes, bool keepdim = false, Loc loc = Lo
 Tensor max(const Tensor& x, const Axes& axes, bool keepdim = false, Loc loc = Loc::current());
 Tensor min(const Tensor& x, const Axes& axes, bool keepdim = false, Loc loc = Loc::current());
 Tensor mean(const Tensor& x, const Axes& axes, bool keepdim = false, Loc loc = Loc::current());
+// log(sum(exp(x))), computed stably (the largest element factored out); float dtypes.
+Tensor logsumexp(const Tensor& x, const Axes& axes, bool keepdim = false, Loc loc = Loc::current());
+// The population variance, mean((x - mean(x))^2), in one pass (Welford); float dtypes.
+Tensor var(const Tensor& x, const Axes& axes, bool keepdim = false, Loc loc = Loc::current());
 
 // ---- views ----
 Tensor broadcast_to(const Tensor& x, Shape shape, Loc loc = Loc::current());

@@ -128,6 +128,19 @@ TEST(Dsl, MaxOfTwoTensorsIsBinaryAndMaxOverAxesReduces) {
   EXPECT_TRUE(Contains(text, "%2 = min %x {axis = [0, 1], keepdim = false} : f32[]"));
 }
 
+TEST(Dsl, LogSumExpAndVarianceAreReductions) {
+  kiln::Graph g("stats");
+  auto x = g.input("x", kiln::f16, {4, 8});
+  g.output(kiln::logsumexp(x, {1}, /*keepdim=*/true));
+  g.output(kiln::var(x, {1}));
+  std::string text = g.str();
+  EXPECT_TRUE(Contains(text, "%0 = logsumexp %x {axis = [1], keepdim = true} : f16[4,1]")) << text;
+  EXPECT_TRUE(Contains(text, "%1 = var %x {axis = [1], keepdim = false} : f16[4]")) << text;
+  kiln::Graph ints("ints");
+  auto i = ints.input("i", kiln::i32, {4});
+  EXPECT_THROW(kiln::var(i, {0}), kiln::Error);  // float dtypes only
+}
+
 TEST(Dsl, SeveralOutputsReturnInCallOrder) {
   kiln::Graph g("two");
   auto x = g.input("x", kiln::f32, {16, 4});
