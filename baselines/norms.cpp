@@ -235,38 +235,37 @@ std::string template_args(const Problem& p, const NormPlan& plan) {
                      plan.in_registers ? s.accesses_per_thread : 1, s.vec, plan.in_registers, plan.in_flight);
 }
 
-BaselineKernel build_add_rmsnorm(const Problem& p) {
+// One norm's kernel: the shared templates and an entry `<name>_entry(<params>, float*,
+// i64 rows, i64 cols)` that calls `<name><...>(<args>, rows, cols, eps)`.
+BaselineKernel norm_kernel(const Problem& p, const std::string& name, const std::string& params,
+                           const std::string& args, double eps) {
   const NormPlan plan = plan_norm(p);
-  const std::string type = cuda_type(p.dtype);
   BaselineKernel k;
-  k.name = "add_rmsnorm";
+  k.name = name;
   k.config = norm_config(plan);
   k.source = std::string(kCommonCuda) + kNormsCuda +
-             fmt::format("\nextern \"C\" __global__ void __launch_bounds__({0}) add_rmsnorm_entry(\n"
-                         "    const {1}* __restrict__ x, const {1}* __restrict__ r, const {1}* __restrict__ w,\n"
-                         "    {1}* __restrict__ y, {1}* __restrict__ h, float*, i64 rows, i64 cols) {{\n"
-                         "  add_rmsnorm<{2}>(x, r, w, y, h, rows, cols, {3});\n}}\n",
-                         plan.schedule.block_threads(), type, template_args(p, plan), float_literal(1e-6));
+             fmt::format("\nextern \"C\" __global__ void __launch_bounds__({0}) {1}_entry(\n"
+                         "    {2}, float*, i64 rows, i64 cols) {{\n"
+                         "  {1}<{3}>({4}, rows, cols, {5});\n}}\n",
+                         plan.schedule.block_threads(), name, fmt::format(fmt::runtime(params), cuda_type(p.dtype)),
+                         template_args(p, plan), args, float_literal(eps));
   k.launches.push_back(
-      {"add_rmsnorm_entry", {plan.schedule.grid}, {static_cast<unsigned>(plan.schedule.block_threads())}, 0});
+      {name + "_entry", {plan.schedule.grid}, {static_cast<unsigned>(plan.schedule.block_threads())}, 0});
   return k;
 }
 
+BaselineKernel build_add_rmsnorm(const Problem& p) {
+  return norm_kernel(p, "add_rmsnorm",
+                     "const {0}* __restrict__ x, const {0}* __restrict__ r, const {0}* __restrict__ w,\n"
+                     "    {0}* __restrict__ y, {0}* __restrict__ h",
+                     "x, r, w, y, h", 1e-6);
+}
+
 BaselineKernel build_layer_norm(const Problem& p) {
-  const NormPlan plan = plan_norm(p);
-  const std::string type = cuda_type(p.dtype);
-  BaselineKernel k;
-  k.name = "layer_norm";
-  k.config = norm_config(plan);
-  k.source = std::string(kCommonCuda) + kNormsCuda +
-             fmt::format("\nextern \"C\" __global__ void __launch_bounds__({0}) layer_norm_entry(\n"
-                         "    const {1}* __restrict__ x, const {1}* __restrict__ w, const {1}* __restrict__ b,\n"
-                         "    {1}* __restrict__ y, float*, i64 rows, i64 cols) {{\n"
-                         "  layer_norm<{2}>(x, w, b, y, rows, cols, {3});\n}}\n",
-                         plan.schedule.block_threads(), type, template_args(p, plan), float_literal(1e-5));
-  k.launches.push_back(
-      {"layer_norm_entry", {plan.schedule.grid}, {static_cast<unsigned>(plan.schedule.block_threads())}, 0});
-  return k;
+  return norm_kernel(p, "layer_norm",
+                     "const {0}* __restrict__ x, const {0}* __restrict__ w, const {0}* __restrict__ b,\n"
+                     "    {0}* __restrict__ y",
+                     "x, w, b, y", 1e-5);
 }
 
 std::string any_shape(const Problem&) { return ""; }

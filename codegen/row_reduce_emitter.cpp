@@ -202,13 +202,7 @@ private:
   // Inputs kept in registers: with the row in registers, those that move along the row
   // and belong to it. An input every row shares (a norm's weight) is read where it is
   // used instead: it stays in L1 and would cost as many registers as the row.
-  bool in_registers(int arg) const {
-    if (c_.stream != 0 || k_.args[arg].is_output || !varying(arg)) return false;
-    const std::vector<int64_t>& st = space_.arg_strides[arg];
-    bool row_owned = rows_ == 1;
-    for (size_t d = 0; d + 1 < st.size(); ++d) row_owned = row_owned || st[d] != 0;
-    return row_owned;
-  }
+  bool in_registers(int arg) const { return c_.stream == 0 && ir::belongs_to_row(k_, space_, arg); }
 
   // The expression of op `id` with operands named r<x> (per row) or e<x> (per element).
   std::string value_expr(size_t id) const {

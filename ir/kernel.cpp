@@ -48,6 +48,14 @@ std::vector<int64_t> per_row_strides(const Shape& space) {
 int64_t row_length(const Kernel& k) { return k.space().empty() ? 1 : k.space().back(); }
 int64_t row_count(const Kernel& k) { return k.numel() / row_length(k); }
 
+bool belongs_to_row(const Kernel& k, const CollapsedSpace& c, int arg) {
+  const std::vector<int64_t>& st = c.arg_strides.at(static_cast<size_t>(arg));
+  if (k.args.at(static_cast<size_t>(arg)).is_output || st.back() == 0) return false;
+  bool owned = row_count(k) == 1;
+  for (size_t d = 0; d + 1 < st.size(); ++d) owned = owned || st[d] != 0;
+  return owned;
+}
+
 std::vector<bool> row_uniform(const Kernel& k) {
   std::vector<bool> uniform(k.body.size(), true);
   for (size_t id = 0; id < k.body.size(); ++id) {

@@ -111,6 +111,11 @@ CollapsedSpace collapse(const Kernel& k);
 // Row-reduce kernels: per body op, whether its value is the same for the whole row
 // (reductions, constants, loads of per-row arguments, and ops on those only).
 std::vector<bool> row_uniform(const Kernel& k);
+// Row-reduce kernels: whether input `arg` of the collapsed form `c` belongs to the row,
+// so that a thread keeping the row in registers keeps it too: it moves along the row
+// and differs between rows (or there is one row). An input every row shares (a norm's
+// weight) does not: it is read where used.
+bool belongs_to_row(const Kernel& k, const CollapsedSpace& c, int arg);
 // Row-reduce kernels: the number of rows and the row length N (numel = rows * N).
 int64_t row_count(const Kernel& k);
 int64_t row_length(const Kernel& k);

@@ -44,15 +44,11 @@ struct RowArgs {
 
 RowArgs row_args(const Kernel& k, const CollapsedSpace& c) {
   RowArgs r;
-  const bool one_row = row_count(k) == 1;
   for (size_t i = 0; i < k.args.size(); ++i) {
-    const std::vector<int64_t>& st = c.arg_strides[i];
-    if (st.back() == 0) continue;
+    if (c.arg_strides[i].back() == 0) continue;
     r.varying.push_back(static_cast<int>(i));
     r.widest_bytes = std::max(r.widest_bytes, dtype_bytes(k.args[i].type.dtype));
-    bool row_owned = one_row;
-    for (size_t d = 0; d + 1 < st.size(); ++d) row_owned = row_owned || st[d] != 0;
-    if (!k.args[i].is_output && row_owned) r.register_bytes += dtype_bytes(k.args[i].type.dtype);
+    if (belongs_to_row(k, c, static_cast<int>(i))) r.register_bytes += dtype_bytes(k.args[i].type.dtype);
   }
   return r;
 }

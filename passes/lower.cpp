@@ -528,21 +528,50 @@ PointwiseBuild build_col_reduce(const std::string& name, const ColReduction& col
 
 namespace {
 
-// lower_group for a col_reduce group: its reduction's space and dims, then the
-// outputs (values that leave the group) as per-column values.
-ir::Kernel lower_col_group(const ir::Graph& g, int group, const std::unordered_map<int, std::string>& names) {
-  const ir::Group& grp = g.groups().at(static_cast<size_t>(group));
+// A group's nodes, in graph order, and its outputs: the values of the group that a
+// node outside it reads or the graph returns.
+struct GroupNodes {
   std::vector<const Node*> members;
+  std::vector<const Value*> roots;
+};
+
+GroupNodes group_nodes(const ir::Graph& g, int group) {
+  GroupNodes out;
   for (const Node* n : g.nodes())
-    if (n->group == group) members.push_back(n);
+    if (n->group == group) out.members.push_back(n);
   std::unordered_set<const Value*> escaping(g.outputs().begin(), g.outputs().end());
   for (const Node* n : g.nodes())
     if (n->group != group)
       for (const Value* v : n->operands) escaping.insert(v);
-  std::vector<const Value*> roots;
+  for (const Node* n : out.members)
+    if (escaping.count(n->result)) out.roots.push_back(n->result);
+  return out;
+}
+
+// The kernel of a finished build: the graph lines it fuses, verified, and its config
+// from the group's `tile` attribute (validated) or the heuristic.
+ir::Kernel finish_kernel(PointwiseBuild& build, const std::vector<const Node*>& members, const ir::Group& grp,
+                         const std::unordered_map<int, std::string>& names) {
+  ir::Kernel k = std::move(build.kernel);
+  for (const Node* n : members)
+    if (build.nodes.count(n)) k.fused_nodes.push_back(ir::print_node(*n, names));
+  ir::verify(k);
+  if (grp.tile.empty()) {
+    k.config = ir::heuristic(k);
+  } else {
+    k.config = ir::TileConfig::from_attrs(grp.tile);
+    ir::validate(k, k.config);
+  }
+  return k;
+}
+
+// lower_group for a col_reduce group: its reduction's space and dims, then the
+// outputs (values that leave the group) as per-column values.
+ir::Kernel lower_col_group(const ir::Graph& g, int group, const std::unordered_map<int, std::string>& names) {
+  const ir::Group& grp = g.groups().at(static_cast<size_t>(group));
+  const auto [members, roots] = group_nodes(g, group);
   std::optional<ColReduction> cols;
   for (const Node* n : members) {
-    if (escaping.count(n->result)) roots.push_back(n->result);
     if (cols || ir::op_info(n->op).category != ir::OpCategory::Reduce) continue;
     cols = col_reduction(*n);
     if (!cols)
@@ -558,17 +587,7 @@ ir::Kernel lower_col_group(const ir::Graph& g, int group, const std::unordered_m
   if (build.must_load)
     throw Error(fmt::format("kernel @{}: `{}` cannot become index arithmetic inside a col_reduce kernel", grp.name,
                             ir::print_node(*build.failed_reshape, names)));
-  ir::Kernel k = std::move(build.kernel);
-  for (const Node* n : members)
-    if (build.nodes.count(n)) k.fused_nodes.push_back(ir::print_node(*n, names));
-  ir::verify(k);
-  if (grp.tile.empty()) {
-    k.config = ir::heuristic(k);
-  } else {
-    k.config = ir::TileConfig::from_attrs(grp.tile);
-    ir::validate(k, k.config);
-  }
-  return k;
+  return finish_kernel(build, members, grp, names);
 }
 
 }  // namespace
@@ -580,19 +599,8 @@ ir::Kernel lower_group(const ir::Graph& g, int group, const std::unordered_map<i
   if (grp.kind != "pointwise" && !rows)
     throw Error(fmt::format("kernel @{}: kernel kind '{}' has no lowering yet", grp.name, grp.kind));
 
-  std::vector<const Node*> members;
-  for (const Node* n : g.nodes())
-    if (n->group == group) members.push_back(n);
+  const auto [members, roots] = group_nodes(g, group);
   if (members.empty()) throw Error(fmt::format("kernel @{} has no nodes", grp.name));
-
-  // Outputs: values of the group that a node outside it or the graph returns.
-  std::unordered_set<const Value*> escaping(g.outputs().begin(), g.outputs().end());
-  for (const Node* n : g.nodes())
-    if (n->group != group)
-      for (const Value* v : n->operands) escaping.insert(v);
-  std::vector<const Value*> roots;
-  for (const Node* n : members)
-    if (escaping.count(n->result)) roots.push_back(n->result);
   if (roots.empty()) throw Error(fmt::format("kernel @{} computes nothing that is used outside it", grp.name));
 
   auto inside = [group](const Value* v) { return v->producer && v->producer->group == group; };
@@ -617,17 +625,7 @@ ir::Kernel lower_group(const ir::Graph& g, int group, const std::unordered_map<i
                             grp.name, ir::print_node(*build.failed_reshape, names),
                             it != names.end() ? it->second : std::to_string(build.must_load->id)));
   }
-  ir::Kernel k = std::move(build.kernel);
-  for (const Node* n : members)
-    if (build.nodes.count(n)) k.fused_nodes.push_back(ir::print_node(*n, names));
-  ir::verify(k);
-  if (grp.tile.empty()) {
-    k.config = ir::heuristic(k);
-  } else {
-    k.config = ir::TileConfig::from_attrs(grp.tile);
-    ir::validate(k, k.config);
-  }
-  return k;
+  return finish_kernel(build, members, grp, names);
 }
 
 Plan lower(const ir::Graph& g) {

@@ -10,12 +10,12 @@ namespace {
 using ir::OpKind;
 using testing::attrs;
 using testing::expect_values;
+using testing::f32;
 using testing::kInf;
 using testing::kNaN;
 using testing::run_op;
 using testing::tensor;
 
-HostTensor f32(Shape s, std::vector<double> v) { return tensor(DType::f32, std::move(s), std::move(v)); }
 HostTensor i32(Shape s, std::vector<double> v) { return tensor(DType::i32, std::move(s), std::move(v)); }
 HostTensor i1(Shape s, std::vector<double> v) { return tensor(DType::i1, std::move(s), std::move(v)); }
 

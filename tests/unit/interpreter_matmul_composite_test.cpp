@@ -12,11 +12,11 @@ namespace {
 using ir::OpKind;
 using testing::attrs;
 using testing::expect_values;
+using testing::f32;
 using testing::kNaN;
 using testing::run_op;
 using testing::tensor;
 
-HostTensor f32(Shape s, std::vector<double> v) { return tensor(DType::f32, std::move(s), std::move(v)); }
 
 ir::Attrs transposes(bool a, bool b) { return attrs({{"transpose_a", a}, {"transpose_b", b}}); }
 

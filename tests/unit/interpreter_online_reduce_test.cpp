@@ -16,12 +16,12 @@ namespace {
 using ir::OpKind;
 using testing::attrs;
 using testing::expect_values;
+using testing::f32;
 using testing::kInf;
 using testing::kNaN;
 using testing::run_op;
 using testing::tensor;
 
-HostTensor f32(Shape s, std::vector<double> v) { return tensor(DType::f32, std::move(s), std::move(v)); }
 
 ir::Attrs over(std::vector<int64_t> axes, bool keepdim = false) {
   return attrs({{"axis", std::move(axes)}, {"keepdim", keepdim}});

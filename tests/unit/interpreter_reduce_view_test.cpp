@@ -10,11 +10,11 @@ namespace {
 using ir::OpKind;
 using testing::attrs;
 using testing::expect_values;
+using testing::f32;
 using testing::kNaN;
 using testing::run_op;
 using testing::tensor;
 
-HostTensor f32(Shape s, std::vector<double> v) { return tensor(DType::f32, std::move(s), std::move(v)); }
 
 // [[1, 2, 3], [4, 5, 6]]
 HostTensor two_by_three() { return f32({2, 3}, {1, 2, 3, 4, 5, 6}); }

@@ -23,6 +23,9 @@ inline const double kInf = std::numeric_limits<double>::infinity();
 inline HostTensor tensor(DType dt, Shape shape, std::vector<double> values) {
   return HostTensor(TensorType{dt, std::move(shape)}, std::move(values));
 }
+inline HostTensor f32(Shape shape, std::vector<double> values) {
+  return tensor(DType::f32, std::move(shape), std::move(values));
+}
 
 inline ir::Attrs attrs(std::initializer_list<std::pair<std::string, ir::AttrValue>> items) {
   ir::Attrs a;
