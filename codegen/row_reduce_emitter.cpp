@@ -14,8 +14,9 @@
 // (L2) in each stage. Inputs every row shares (a norm's weight) are read where used.
 // With a cluster of C blocks (sm_90) a row's T * C threads span C blocks: block `rank`
 // holds lanes rank * T .. rank * T + T - 1; after its own block-level combine each block
-// publishes its partial in shared memory and reads every block's through distributed
-// shared memory in rank order, so all C blocks hold the same bits.
+// writes its partial into every block's shared memory (distributed shared memory), and
+// after one cluster barrier each reads the C partials locally in rank order, so all C
+// blocks hold the same bits and none waits for another at its end.
 // Two reductions keep more than one accumulator, updated once per vector of V elements:
 // logsumexp a running (max, sum of exp(x - max)) pair, rescaled once per vector by the
 // change of its max; var Welford's (count, mean, squared deviations), the vector's own
@@ -75,8 +76,6 @@ public:
       s += stage < phases_ ? reductions(stage) : final_stores();
     }
     s += row_stores();
-    // No block of a cluster leaves while another may still read its shared memory.
-    if (cluster() > 1) s += "  kiln_cluster_sync();\n";
     return s + "}\n";
   }
 
@@ -121,7 +120,8 @@ private:
       s += fmt::format("  __shared__ float kiln_slots[{}][{}];\n", std::max(1, num_slots_), block() / 32);
     if (cluster() > 1) {
       // Block `rank` of a cluster holds threads rank * T .. rank * T + T - 1 of the row.
-      s += fmt::format("  __shared__ float kiln_cluster_slots[{}];\n", std::max(1, num_slots_));
+      s += fmt::format("  __shared__ float kiln_cluster_slots[{}][{}];\n", std::max(1, num_slots_), cluster());
+      s += "  kiln_cluster_arrive();  // waited on before the first exchange\n";
       s += fmt::format("  const unsigned lane = blockIdx.x % {}u * {}u + threadIdx.x;\n", cluster(), c_.row_threads);
       s += fmt::format("  const {} row = ({})blockIdx.x / {};\n", idx_, idx_, lit(cluster()));
     } else {
@@ -237,6 +237,13 @@ private:
           const int l = op.operands[1];
           return fmt::format("(({} - lse_max{}) - lse_log{})", name(op.operands[0]), l, l);
         }
+        // softmax's exp(x - logsumexp) as 2^((x - max) * log2(e) - log2(sum)): a
+        // subtraction, a fused multiply-add and one MUFU.EX2 per element.
+        if (op.op == ir::OpKind::Exp && subtracts_log_sum_exp(op.operands[0])) {
+          const ir::ScalarOp& sub = k_.body[op.operands[0]];
+          const int l = sub.operands[1];
+          return fmt::format("kiln_ex2(fmaf({} - lse_max{}, 1.44269504f, lse_nlog2_{}))", name(sub.operands[0]), l, l);
+        }
         std::vector<DType> types;
         std::vector<std::string> names;
         for (int x : op.operands) {
@@ -272,6 +279,16 @@ private:
     return l.kind == ScalarKind::Reduce && l.op == ir::OpKind::ReduceLogSumExp;
   }
 
+  // True when x - logsumexp `id` is used only by exps, which read its operands instead
+  // (value_expr): it needs no register of its own.
+  bool folded_into_exp(size_t id) const {
+    if (!subtracts_log_sum_exp(id)) return false;
+    for (const ir::ScalarOp& user : k_.body)
+      for (int x : user.operands)
+        if (static_cast<size_t>(x) == id && (user.kind != ScalarKind::Op || user.op != ir::OpKind::Exp)) return false;
+    return true;
+  }
+
   // The per-row values used as divisors by per-element ops.
   bool is_row_divisor(size_t x) const {
     for (size_t id = 0; id < k_.body.size(); ++id)
@@ -289,7 +306,8 @@ private:
     std::string s;
     for (size_t id = 0; id < k_.body.size(); ++id) {
       const ir::ScalarOp& op = k_.body[id];
-      if (!uniform_[id] || ready_[id] != stage || op.kind == ScalarKind::Store || op.kind == ScalarKind::Reduce)
+      if (!uniform_[id] || ready_[id] != stage || op.kind == ScalarKind::Store || op.kind == ScalarKind::Reduce ||
+          folded_into_exp(id))
         continue;
       s += fmt::format("  const {} r{} = {};\n", register_type(op.dtype), id, value_expr(id));
       s += reciprocal_of(id);
@@ -333,7 +351,7 @@ private:
   std::string element_ops(const std::vector<size_t>& cone, const std::string& in) const {
     std::string s;
     for (size_t id : cone) {
-      if (k_.body[id].kind == ScalarKind::Store) continue;
+      if (k_.body[id].kind == ScalarKind::Store || folded_into_exp(id)) continue;
       s += fmt::format("{}const {} e{} = {};\n", in, register_type(k_.body[id].dtype), id, value_expr(id));
     }
     return s;
@@ -422,9 +440,10 @@ private:
       else if (t > 1)
         s += fmt::format("  kiln_warp_lse<{}>(lse_max{}, lse_sum{});\n", t, r, r);
       if (cluster() > 1)
-        s += fmt::format("  kiln_cluster_lse<{}>(lse_max{}, lse_sum{}, &kiln_cluster_slots[{}], "
-                         "&kiln_cluster_slots[{}]);\n", cluster(), r, r, slot, slot + 1);
+        s += fmt::format("  kiln_cluster_lse<{}>(lse_max{}, lse_sum{}, kiln_cluster_slots[{}], "
+                         "kiln_cluster_slots[{}]);\n", cluster(), r, r, slot, slot + 1);
       s += fmt::format("  const float lse_log{} = logf(lse_sum{});\n", r, r);
+      s += fmt::format("  const float lse_nlog2_{} = -log2f(lse_sum{});\n", r, r);
       return s + fmt::format("  const float r{} = kiln_lse_result(lse_max{}, lse_sum{});\n", r, r, r);
     }
     if (op == ir::OpKind::ReduceVar) {
@@ -434,8 +453,8 @@ private:
       else if (t > 1)
         s += fmt::format("  kiln_warp_welford<{}>(w_n{}, w_mean{}, w_m2{});\n", t, r, r, r);
       if (cluster() > 1)
-        s += fmt::format("  kiln_cluster_welford<{}>(w_n{}, w_mean{}, w_m2{}, &kiln_cluster_slots[{}], "
-                         "&kiln_cluster_slots[{}], &kiln_cluster_slots[{}]);\n", cluster(), r, r, r, slot, slot + 1,
+        s += fmt::format("  kiln_cluster_welford<{}>(w_n{}, w_mean{}, w_m2{}, kiln_cluster_slots[{}], "
+                         "kiln_cluster_slots[{}], kiln_cluster_slots[{}]);\n", cluster(), r, r, r, slot, slot + 1,
                          slot + 2);
       return s + fmt::format("  const float r{} = w_m2{} / {};\n", r, r, const_expr(DType::f32, n_));
     }
@@ -445,7 +464,7 @@ private:
     else if (t > 1)
       s += fmt::format("  acc{} = kiln_warp_{}<{}>(acc{});\n", r, comb, t, r);
     if (cluster() > 1)
-      s += fmt::format("  acc{} = kiln_cluster_{}<{}>(acc{}, &kiln_cluster_slots[{}]);\n", r, comb, cluster(), r, slot);
+      s += fmt::format("  acc{} = kiln_cluster_{}<{}>(acc{}, kiln_cluster_slots[{}]);\n", r, comb, cluster(), r, slot);
     std::string value = fmt::format("acc{}", r);
     if (op == ir::OpKind::ReduceMean) value = fmt::format("acc{} / {}", r, const_expr(DType::f32, n_));
     return s + fmt::format("  const float r{} = {};\n", r, value);
@@ -477,6 +496,7 @@ private:
     for (int r : reduces)
       if (per_vector(k_.body[r].op)) body += vector_update(r, "      ");
     s += element_loop(body);
+    if (phase == 0 && cluster() > 1) s += "  kiln_cluster_wait();  // every block of the cluster has started\n";
     for (int r : reduces) {
       s += finish_reduction(r);
       s += reciprocal_of(static_cast<size_t>(r));

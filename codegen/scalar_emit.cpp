@@ -114,16 +114,22 @@ constexpr Helper kHelpers[] = {
      "  v = kiln_warp_min<32>(v);\n  if (threadIdx.x % 32 == 0) slots[threadIdx.x / 32] = v;\n  __syncthreads();\n"
      "  float r = slots[0];\n#pragma unroll\n  for (int i = 1; i < W / 32; ++i) r = kiln_min(r, slots[i]);\n"
      "  return r;\n}\n"},
+    // 2^x in one instruction (MUFU.EX2, flushing results below 2^-126 to zero). exp(x) as
+    // kiln_ex2(x * log2(e)) keeps softmax near 8 instructions per element; expf's exact
+    // form costs about ten for every element of the row.
+    {"kiln_ex2",
+     "static __device__ __forceinline__ float kiln_ex2(float x) {\n"
+     "  float r;\n  asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(r) : \"f\"(x));\n  return r;\n}\n"},
     // Online log-sum-exp: a part of a row is the pair (m, s), its max and the sum of
-    // exp(x - m) over it; the empty part is (-inf, 0). exp is exp2f of a pre-scaled
-    // difference: one fast instruction. When the max is -inf (an empty or all -inf part)
-    // the differences are taken from 0, so -inf - -inf never makes a NaN.
+    // exp(x - m) over it; the empty part is (-inf, 0). exp is 2^x of a pre-scaled
+    // difference (x - base is exact near the max). When the max is -inf (an empty or all
+    // -inf part) the differences are taken from 0, so -inf - -inf never makes a NaN.
     {"kiln_lse_base",
      "static __device__ __forceinline__ float kiln_lse_base(float top) {\n"
      "  return top == __int_as_float(0xff800000) ? 0.0f : top;\n}\n"},
     {"kiln_lse_exp",  // exp(x - base)
      "static __device__ __forceinline__ float kiln_lse_exp(float x, float base) {\n"
-     "  return exp2f((x - base) * 1.44269504088896341f);\n}\n"},
+     "  return kiln_ex2((x - base) * 1.44269504088896341f);\n}\n"},
     {"kiln_lse_add",  // (m, s) += (m2, s2): rescale both sums to the larger max
      "static __device__ __forceinline__ void kiln_lse_add(float& m, float& s, float m2, float s2) {\n"
      "  const float top = kiln_max(m, m2), base = kiln_lse_base(top);\n"
@@ -176,48 +182,57 @@ constexpr Helper kHelpers[] = {
      "  __syncthreads();\n  n = slots_n[0];\n  mean = slots_mean[0];\n  m2 = slots_m2[0];\n"
      "#pragma unroll\n  for (int i = 1; i < W / 32; ++i) kiln_welford_add(n, mean, m2, slots_n[i], slots_mean[i], "
      "slots_m2[i]);\n}\n"},
-    // Clusters (sm_90): a cluster's blocks share a row. Each block's thread 0 publishes
-    // the block's partial in its shared memory; after the cluster barrier every thread
-    // reads all the blocks' partials (distributed shared memory) in rank order, so
-    // every block ends with the same bits.
+    // Clusters (sm_90): a cluster's blocks share a row. Threads 0..C-1 of each block write
+    // the block's partial into slot[rank] of every block of the cluster (distributed
+    // shared memory); after the cluster barrier each thread reads its own block's C slots
+    // in rank order, so every block ends with the same bits. No block touches another's
+    // memory after the barrier, so blocks leave without waiting for each other. A block
+    // may write into another only once that one has started: every kernel arrives at a
+    // barrier first and waits on it before its first exchange (kiln_cluster_arrive /
+    // kiln_cluster_wait), by which time the wait costs nothing.
+    {"kiln_cluster_arrive",
+     "static __device__ __forceinline__ void kiln_cluster_arrive() {\n"
+     "  asm volatile(\"barrier.cluster.arrive.relaxed.aligned;\" ::: \"memory\");\n}\n"},
+    {"kiln_cluster_wait",
+     "static __device__ __forceinline__ void kiln_cluster_wait() {\n"
+     "  asm volatile(\"barrier.cluster.wait.aligned;\" ::: \"memory\");\n}\n"},
     {"kiln_cluster_sync",
      "static __device__ __forceinline__ void kiln_cluster_sync() {\n"
      "  asm volatile(\"barrier.cluster.arrive.release.aligned;\\n\\tbarrier.cluster.wait.acquire.aligned;\" ::: "
      "\"memory\");\n}\n"},
-    {"kiln_cluster_load",
-     "static __device__ __forceinline__ float kiln_cluster_load(const float* p, unsigned rank) {\n"
-     "  const unsigned local = (unsigned)__cvta_generic_to_shared(p);\n  unsigned remote;\n"
-     "  asm volatile(\"mapa.shared::cluster.u32 %0, %1, %2;\" : \"=r\"(remote) : \"r\"(local), \"r\"(rank));\n"
-     "  float v;\n  asm volatile(\"ld.shared::cluster.f32 %0, [%1];\" : \"=f\"(v) : \"r\"(remote) : \"memory\");\n"
-     "  return v;\n}\n"},
+    {"kiln_cluster_put",  // slot[rank] = v in every block of the cluster
+     "template <int C> static __device__ __forceinline__ void kiln_cluster_put(float* slot, float v) {\n"
+     "  if (threadIdx.x < C) {\n"
+     "    const unsigned local = (unsigned)__cvta_generic_to_shared(slot + blockIdx.x % C);\n"
+     "    unsigned remote;\n"
+     "    asm volatile(\"mapa.shared::cluster.u32 %0, %1, %2;\" : \"=r\"(remote) : \"r\"(local), \"r\"(threadIdx.x));\n"
+     "    asm volatile(\"st.shared::cluster.f32 [%0], %1;\" :: \"r\"(remote), \"f\"(v) : \"memory\");\n"
+     "  }\n}\n"},
     {"kiln_cluster_sum",
      "template <int C> static __device__ __forceinline__ float kiln_cluster_sum(float v, float* slot) {\n"
-     "  if (threadIdx.x == 0) *slot = v;\n  kiln_cluster_sync();\n  float r = kiln_cluster_load(slot, 0);\n"
-     "#pragma unroll\n  for (int i = 1; i < C; ++i) r += kiln_cluster_load(slot, i);\n  return r;\n}\n"},
+     "  kiln_cluster_put<C>(slot, v);\n  kiln_cluster_sync();\n  float r = slot[0];\n"
+     "#pragma unroll\n  for (int i = 1; i < C; ++i) r += slot[i];\n  return r;\n}\n"},
     {"kiln_cluster_max",
      "template <int C> static __device__ __forceinline__ float kiln_cluster_max(float v, float* slot) {\n"
-     "  if (threadIdx.x == 0) *slot = v;\n  kiln_cluster_sync();\n  float r = kiln_cluster_load(slot, 0);\n"
-     "#pragma unroll\n  for (int i = 1; i < C; ++i) r = kiln_max(r, kiln_cluster_load(slot, i));\n  return r;\n}\n"},
+     "  kiln_cluster_put<C>(slot, v);\n  kiln_cluster_sync();\n  float r = slot[0];\n"
+     "#pragma unroll\n  for (int i = 1; i < C; ++i) r = kiln_max(r, slot[i]);\n  return r;\n}\n"},
     {"kiln_cluster_min",
      "template <int C> static __device__ __forceinline__ float kiln_cluster_min(float v, float* slot) {\n"
-     "  if (threadIdx.x == 0) *slot = v;\n  kiln_cluster_sync();\n  float r = kiln_cluster_load(slot, 0);\n"
-     "#pragma unroll\n  for (int i = 1; i < C; ++i) r = kiln_min(r, kiln_cluster_load(slot, i));\n  return r;\n}\n"},
+     "  kiln_cluster_put<C>(slot, v);\n  kiln_cluster_sync();\n  float r = slot[0];\n"
+     "#pragma unroll\n  for (int i = 1; i < C; ++i) r = kiln_min(r, slot[i]);\n  return r;\n}\n"},
     {"kiln_cluster_lse",
      "template <int C> static __device__ __forceinline__ void kiln_cluster_lse(float& m, float& s, float* slot_m, "
      "float* slot_s) {\n"
-     "  if (threadIdx.x == 0) {\n    *slot_m = m;\n    *slot_s = s;\n  }\n  kiln_cluster_sync();\n"
-     "  m = kiln_cluster_load(slot_m, 0);\n  s = kiln_cluster_load(slot_s, 0);\n"
-     "#pragma unroll\n  for (int i = 1; i < C; ++i) kiln_lse_add(m, s, kiln_cluster_load(slot_m, i), "
-     "kiln_cluster_load(slot_s, i));\n}\n"},
+     "  kiln_cluster_put<C>(slot_m, m);\n  kiln_cluster_put<C>(slot_s, s);\n  kiln_cluster_sync();\n"
+     "  m = slot_m[0];\n  s = slot_s[0];\n"
+     "#pragma unroll\n  for (int i = 1; i < C; ++i) kiln_lse_add(m, s, slot_m[i], slot_s[i]);\n}\n"},
     {"kiln_cluster_welford",
      "template <int C> static __device__ __forceinline__ void kiln_cluster_welford(float& n, float& mean, float& m2, "
      "float* slot_n, float* slot_mean, float* slot_m2) {\n"
-     "  if (threadIdx.x == 0) {\n    *slot_n = n;\n    *slot_mean = mean;\n    *slot_m2 = m2;\n  }\n"
-     "  kiln_cluster_sync();\n  n = kiln_cluster_load(slot_n, 0);\n  mean = kiln_cluster_load(slot_mean, 0);\n"
-     "  m2 = kiln_cluster_load(slot_m2, 0);\n"
-     "#pragma unroll\n  for (int i = 1; i < C; ++i)\n"
-     "    kiln_welford_add(n, mean, m2, kiln_cluster_load(slot_n, i), kiln_cluster_load(slot_mean, i), "
-     "kiln_cluster_load(slot_m2, i));\n}\n"},
+     "  kiln_cluster_put<C>(slot_n, n);\n  kiln_cluster_put<C>(slot_mean, mean);\n  kiln_cluster_put<C>(slot_m2, m2);\n"
+     "  kiln_cluster_sync();\n  n = slot_n[0];\n  mean = slot_mean[0];\n  m2 = slot_m2[0];\n"
+     "#pragma unroll\n  for (int i = 1; i < C; ++i) kiln_welford_add(n, mean, m2, slot_n[i], slot_mean[i], slot_m2[i]);\n"
+     "}\n"},
     {"kiln_round_f16",
      "static __device__ __forceinline__ float kiln_round_f16(float x) { return __half2float(__float2half_rn(x)); }\n"},
     {"kiln_round_bf16",
