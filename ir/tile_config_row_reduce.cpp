@@ -21,11 +21,19 @@ constexpr int kMaxRowElems = 64;  // elements of a row one thread keeps in regis
 // What a thread's register arrays may hold: 64 registers, so that with the rest of
 // the kernel a thread stays under ~96 registers and an SM holds 20+ warps.
 constexpr int kRowRegisterBytes = 256;
-// A block's slice of a row, beyond which the heuristic splits the row over a cluster:
-// 256 threads x 64 fp16 elements, the largest slice measured at ~90% of bandwidth
-// without a cluster on the H200 (rows of 16384).
-constexpr int64_t kBlockSlice = 16384;
-constexpr int kMaxCluster = 8;  // the portable cluster size
+// A block's slice of a row in bytes, beyond which the heuristic splits the row over a
+// cluster: 512 threads x 64 fp16 elements, measured on the H200 at 94% of bandwidth
+// without a cluster (rows of 32768) against 86% with a cluster of 2; a cluster's blocks
+// wait for the slowest of them, which costs 8-15%.
+constexpr int64_t kBlockSliceBytes = 65536;
+// A clustered row's slice per block: 128 threads x 64 elements. Smaller blocks keep
+// more of them on an SM to cover each other's waits (rows of 65536 fp16: clusters of
+// 8 x 128 threads 86%, 4 x 256 84%, 2 x 512 84%).
+constexpr int64_t kClusterSlice = 8192;
+// sm_90 runs clusters of up to 16 blocks; beyond the portable 8 the launch opts in
+// (runtime::Module::function). Rows of 262144 fp16: 16 x 256 threads 78.5%, 8 x 512 75.5%.
+constexpr int kMaxCluster = 16;
+constexpr int kMaxPortableCluster = 8;
 constexpr int kMaxBlock = 1024;
 constexpr int64_t kMaxGrid = std::numeric_limits<int32_t>::max();
 
@@ -101,7 +109,10 @@ void validate_row_reduce(const Kernel& k, const TileConfig& c) {
     fail("rows must be 1 when a row takes more than a warp (the block reduces one row)");
   const int cluster = cluster_of(c);
   if (c.cluster < 0 || !power_of_two(cluster) || cluster > kMaxCluster)
-    fail(fmt::format("cluster = {}: a cluster holds 1, 2, 4 or 8 blocks", c.cluster));
+    fail(fmt::format("cluster = {}: a cluster holds 1, 2, 4, 8 or 16 blocks", c.cluster));
+  if (cluster > kMaxPortableCluster && c.row_threads > 256)
+    fail(fmt::format("cluster = {}: a cluster of more than {} blocks takes blocks of 256 threads at most",
+                     cluster, kMaxPortableCluster));
   if (cluster > 1) {
     if (c.rows != 1) fail("rows must be 1 when a cluster of blocks shares a row");
     if (target_sm() < 90)
@@ -146,11 +157,13 @@ std::vector<TileConfig> row_reduce_candidates(const Kernel& k) {
       if (ceil_div(row_count(k), rows) > kMaxGrid) continue;
       add(rt, rows, 1);
     }
-  // Long rows on sm_90: clusters of 2 to 8 blocks of 128 threads or more share a row.
-  if (target_sm() >= 90 && n >= kBlockSlice)
+  // Long rows on sm_90: clusters of 2 to 16 blocks of 128 threads or more share a row.
+  if (target_sm() >= 90 && n * r.widest_bytes >= kBlockSliceBytes / 2)
     for (int rt = 128; rt <= kMaxBlock; rt *= 2)
       for (int cluster = 2; cluster <= kMaxCluster; cluster *= 2)
-        if (ceil_div(n, int64_t{rt} * cluster * vec) >= 2 && row_count(k) * cluster <= kMaxGrid) add(rt, 1, cluster);
+        if ((cluster <= kMaxPortableCluster || rt <= 256) && ceil_div(n, int64_t{rt} * cluster * vec) >= 2 &&
+            row_count(k) * cluster <= kMaxGrid)
+          add(rt, 1, cluster);
   return out;
 }
 
@@ -164,8 +177,12 @@ TileConfig row_reduce_heuristic(const Kernel& k) {
   // A row longer than one block's slice is shared by a cluster (sm_90), each block
   // holding a slice in registers as a shorter row would be held.
   int cluster = 1;
-  if (target_sm() >= 90)
-    while (cluster < kMaxCluster && ceil_div(n, cluster) > kBlockSlice) cluster *= 2;
+  if (target_sm() >= 90 && n * r.widest_bytes > kBlockSliceBytes) {
+    cluster = 2;
+    while (cluster < kMaxPortableCluster && ceil_div(n, cluster) > kClusterSlice) cluster *= 2;
+    if (ceil_div(n, cluster) > 2 * kClusterSlice) cluster = kMaxCluster;
+  }
+  const int max_threads = cluster > kMaxPortableCluster ? 256 : kMaxBlock;
   const int64_t slice = ceil_div(n, cluster);
   // Short rows: a thread takes four vectors or more (measured on the H200: rows of 128
   // fp16 at 96% of bandwidth with four 16-byte vectors per thread, 80% with one), up to
@@ -181,7 +198,7 @@ TileConfig row_reduce_heuristic(const Kernel& k) {
   const int budget =
       std::clamp(kRowRegisterBytes / std::max(1, r.register_bytes) / c.vec * c.vec, c.vec, kMaxRowElems);
   c.elems = register_elems(n, c.row_threads * cluster, c.vec);
-  while (c.elems > budget && c.row_threads < kMaxBlock) {
+  while (c.elems > budget && c.row_threads < max_threads) {
     c.row_threads *= 2;
     c.elems = register_elems(n, c.row_threads * cluster, c.vec);
   }

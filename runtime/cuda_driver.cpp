@@ -221,6 +221,9 @@ CUfunction Module::function(const std::string& kernel_name) const {
   CUfunction function = nullptr;
   cu::check(driver().cuModuleGetFunction(&function, module_, kernel_name.c_str()),
             "cuModuleGetFunction('{}' in module '{}')", kernel_name, name_);
+  // A cluster wider than the portable 8 blocks (sm_90 runs 16) needs the function's opt-in.
+  if (cu::func_attribute(function, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH) > 8)
+    cu::func_set_attribute(function, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
   return function;
 }
 

@@ -30,12 +30,16 @@ ir::Kernel lowered(const std::string& which, const std::string& dt, long n, cons
 }
 
 TEST(RowReduceCluster, LongRowsShareAClusterOnSm90) {
-  // 16384 elements a block: rows of 65536 take a cluster of 4, of 262144 the largest (8).
+  // Up to 64 KB a block holds the row; past that blocks of 8192 elements up to a cluster
+  // of 8, then 16 blocks of 256 threads (rows of 262144).
   EXPECT_EQ(lowered("softmax", "f16", 16384).config.cluster, 0);
-  EXPECT_EQ(lowered("softmax", "f16", 32768).config.cluster, 2);
-  EXPECT_EQ(lowered("softmax", "f16", 65536).config.cluster, 4);
-  EXPECT_EQ(lowered("layer_norm", "bf16", 262144).config.cluster, 8);
-  for (long n : {32768L, 65536L, 262144L}) {
+  EXPECT_EQ(lowered("softmax", "f16", 32768).config.cluster, 0);
+  EXPECT_EQ(lowered("softmax", "f32", 32768).config.cluster, 4);
+  EXPECT_EQ(lowered("softmax", "f16", 65536).config.cluster, 8);
+  EXPECT_EQ(lowered("softmax", "f16", 65536).config.row_threads, 128);
+  EXPECT_EQ(lowered("layer_norm", "bf16", 262144).config.cluster, 16);
+  EXPECT_LE(lowered("layer_norm", "f32", 262144).config.row_threads, 256);
+  for (long n : {65536L, 262144L}) {
     ir::Kernel k = lowered("softmax", "f16", n);
     EXPECT_EQ(k.config.rows, 1);
     EXPECT_GE(int64_t{k.config.row_threads} * k.config.cluster * k.config.elems, n) << k.config.str();
@@ -65,7 +69,11 @@ TEST(RowReduceCluster, RulesNameWhatIsWrong) {
   ir::TileConfig c = k.config;
   c.cluster = 3;
   EXPECT_THROW(ir::validate(k, c), Error);
-  c.cluster = 16;
+  c.cluster = 32;
+  EXPECT_THROW(ir::validate(k, c), Error);
+  c.cluster = 16;  // non-portable: blocks of 256 threads at most
+  c.row_threads = 512;
+  c.elems = 8;
   EXPECT_THROW(ir::validate(k, c), Error);
   c = k.config;
   c.cluster = 2;
@@ -107,7 +115,13 @@ TEST(RowReduceCluster, EveryReductionCompilesWithACluster) {
         SCOPED_TRACE(std::string(which) + " " + k.config.str());
         std::string source = codegen::emit_cuda(k);
         EXPECT_TRUE(test::contains(source, fmt::format("__cluster_dims__({}, 1, 1)", cluster)));
-        EXPECT_TRUE(test::contains(source, "kiln_cluster_sync();\n}"));
+        // Arrive at the start, wait before the first exchange, push partials: no remote read,
+        // no barrier at the end.
+        EXPECT_TRUE(test::contains(source, "  kiln_cluster_arrive();"));
+        EXPECT_TRUE(test::contains(source, "  kiln_cluster_wait();"));
+        EXPECT_TRUE(test::contains(source, "kiln_cluster_put<"));
+        EXPECT_FALSE(test::contains(source, "ld.shared::cluster"));
+        EXPECT_FALSE(test::contains(source, "kiln_cluster_sync();\n}"));
         runtime::CompileResult r = runtime::compile_cuda(source, "cluster", runtime::CompileOptions{"sm_90a", {}});
         EXPECT_FALSE(r.cubin.empty());
         EXPECT_FALSE(test::contains(r.log, "warning")) << r.log;
