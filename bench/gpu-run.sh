@@ -27,7 +27,7 @@ for f in bench/tune/*.kiln; do
   echo "kiln tune $f: wall time $(( ($(date +%s%N) - start) / 1000000 )) ms" | tee -a "$out/tune.log"
 done
 # kiln bench writes its JSON and CSV after every case, so a run cut short keeps its rows.
-build/bin/kiln bench --max-seconds 2 --reps 30 --json "$out/bench.json" --csv "$out/bench.csv" \
+build/bin/kiln bench --max-seconds 10 --reps 30 --json "$out/bench.json" --csv "$out/bench.csv" \
   --peers bench/results/peers-h200.json "$@" > "$out/bench.log" 2>&1 || status=1
 tail -n 40 "$out/bench.log"
 exit $status
