@@ -11,13 +11,19 @@
 
 namespace kiln::runtime {
 
-void fill_rates(BenchRow& row, double copy_gbs) {
+void fill_rates(BenchRow& row, double copy_gbs, double gemm_tflops) {
   row.gb_s = row.tflop_s = row.pct_roofline = 0;
   if (row.median_ms <= 0) return;
   const double seconds = row.median_ms * 1e-3;
   row.gb_s = static_cast<double>(row.bytes) / seconds / 1e9;
   row.tflop_s = static_cast<double>(row.flops) / seconds / 1e12;
-  row.pct_roofline = copy_gbs > 0 ? 100.0 * row.gb_s / copy_gbs : 0;
+  // The roofline: bandwidth x intensity until the compute roof. A row under the slope
+  // is measured against the bandwidth, one past the ridge against the GEMM rate.
+  const double intensity = row.bytes > 0 ? static_cast<double>(row.flops) / static_cast<double>(row.bytes) : 0;
+  if (gemm_tflops > 0 && copy_gbs * intensity / 1e3 > gemm_tflops)
+    row.pct_roofline = 100.0 * row.tflop_s / gemm_tflops;
+  else
+    row.pct_roofline = copy_gbs > 0 ? 100.0 * row.gb_s / copy_gbs : 0;
 }
 
 nlohmann::json to_json(const BenchReport& report) {
@@ -30,8 +36,13 @@ nlohmann::json to_json(const BenchReport& report) {
     if (r.peer_pct_roofline) j["peer_pct_roofline"] = *r.peer_pct_roofline;
     rows.push_back(std::move(j));
   }
-  return {{"tool", report.tool}, {"gpu", report.gpu}, {"date", report.date}, {"copy_gbs", report.copy_gbs},
-          {"rows", rows}};
+  nlohmann::json out = {{"tool", report.tool}, {"gpu", report.gpu}, {"date", report.date},
+                        {"copy_gbs", report.copy_gbs}, {"rows", rows}};
+  if (report.gemm_tflops > 0 || !report.gemm_source.empty()) {
+    out["gemm_tflops"] = report.gemm_tflops;
+    out["gemm_source"] = report.gemm_source;
+  }
+  return out;
 }
 
 namespace {
@@ -54,6 +65,8 @@ BenchReport report_from_json(const nlohmann::json& j) {
   report.gpu = field<std::string>(j, "gpu", "the report");
   report.date = field<std::string>(j, "date", "the report");
   report.copy_gbs = field<double>(j, "copy_gbs", "the report");
+  if (j.contains("gemm_tflops")) report.gemm_tflops = field<double>(j, "gemm_tflops", "the report");
+  if (j.contains("gemm_source")) report.gemm_source = field<std::string>(j, "gemm_source", "the report");
   const auto rows = field<nlohmann::json>(j, "rows", "the report");
   if (!rows.is_array()) throw Error("bench report: field 'rows' must be an array");
   for (size_t i = 0; i < rows.size(); ++i) {

@@ -21,7 +21,9 @@ struct BenchRow {
   int64_t flops = 0;
   double gb_s = 0;
   double tflop_s = 0;
-  double pct_roofline = 0;  // % of the copy bandwidth of the report this row is in
+  // % of the roofline of the report this row is in: of the copy bandwidth times the
+  // row's flop/B, capped by the GEMM rate (for memory-bound rows: % of copy bandwidth).
+  double pct_roofline = 0;
   std::string config;
   std::string check = "skipped";  // "passed", "failed" or "skipped"
   // For a row merged from a peers file: the peer's own pct_roofline.
@@ -37,12 +39,14 @@ struct BenchReport {
   std::string gpu;
   std::string date;  // YYYY-MM-DD
   double copy_gbs = 0;
+  double gemm_tflops = 0;   // the compute roof; 0 when not measured
+  std::string gemm_source;  // what was timed for it, or why it was not
   std::vector<BenchRow> rows;
 };
 
-// Fills gb_s, tflop_s and pct_roofline from median_ms, bytes, flops and copy_gbs
-// (all 0 when median_ms is not positive).
-void fill_rates(BenchRow& row, double copy_gbs);
+// Fills gb_s, tflop_s and pct_roofline from median_ms, bytes, flops, copy_gbs and
+// gemm_tflops (0: no compute roof); all 0 when median_ms is not positive.
+void fill_rates(BenchRow& row, double copy_gbs, double gemm_tflops = 0);
 
 nlohmann::json to_json(const BenchReport& report);
 // Throws kiln::Error naming the missing or mistyped field (and the row).

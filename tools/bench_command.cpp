@@ -27,6 +27,7 @@
 #include "runtime/device.h"
 #include "runtime/device_compare.h"
 #include "runtime/executable.h"
+#include "runtime/gemm_rate.h"
 #include "runtime/knobs.h"
 #include "runtime/program.h"
 #include "runtime/timer.h"
@@ -154,6 +155,12 @@ int compile_only(const BenchArgs& a, const std::vector<Job>& jobs) {
 
 // What a job's implementations share: its inputs on the device, its output buffers,
 // and the reference outputs (evaluated once per job).
+// The two roofs every row is placed under, measured once per run.
+struct Roof {
+  double copy_gbs = 0;
+  double gemm_tflops = 0;  // 0: not measured
+};
+
 struct JobData {
   ir::Graph graph;
   std::vector<HostTensor> reference;
@@ -211,14 +218,14 @@ std::string check_outputs(JobData& d, const std::function<void()>& launch, std::
 
 // Checks, then (when the check passed) times one implementation.
 BenchRow measure(const Job& j, JobData& d, const std::string& impl, const std::string& config,
-                 const std::function<void()>& launch, int reps, double copy_gbs) {
+                 const std::function<void()>& launch, int reps, const Roof& roof) {
   BenchRow row = new_row(j, impl);
   row.config = config;
   std::string detail;
   row.check = check_outputs(d, launch, &detail);
   if (row.check == "passed") {
     row.median_ms = runtime::time_kernel_ms(launch, 5, reps);
-    runtime::fill_rates(row, copy_gbs);
+    runtime::fill_rates(row, roof.copy_gbs, roof.gemm_tflops);
   } else {
     row.config += " [" + detail + "]";
   }
@@ -241,14 +248,14 @@ BenchRow error_row(const Job& j, const std::string& impl, const std::string& wha
 }
 
 BenchRow run_program(const Job& j, JobData& d, runtime::Program& p, const std::string& impl,
-                     const std::string& note, const BenchArgs& a, double copy_gbs) {
+                     const std::string& note, const BenchArgs& a, const Roof& roof) {
   runtime::Executable& exe = p.executable();
   std::vector<const runtime::DeviceBuffer*> ins;
   std::vector<runtime::DeviceBuffer*> outs;
   for (auto& b : d.inputs) ins.push_back(&b);
   for (auto& b : d.outputs) outs.push_back(&b);
   exe.bind(ins, outs);
-  return measure(j, d, impl, kernel_configs(p) + note, [&] { exe.launch(); }, a.reps, copy_gbs);
+  return measure(j, d, impl, kernel_configs(p) + note, [&] { exe.launch(); }, a.reps, roof);
 }
 
 // Compiles with the tuning database's configs, first tuning (within the time left)
@@ -294,7 +301,7 @@ runtime::Program tuned_program(const ir::Graph& g, const runtime::Program& heuri
   return runtime::Program::compile(g, options);
 }
 
-std::vector<BenchRow> run_job(const Job& j, const BenchArgs& a, double copy_gbs, int sm_count) {
+std::vector<BenchRow> run_job(const Job& j, const BenchArgs& a, const Roof& roof, int sm_count) {
   std::vector<BenchRow> rows;
   JobData d = prepare(j, a.seed);
   std::optional<runtime::Program> heuristic;
@@ -309,7 +316,7 @@ std::vector<BenchRow> run_job(const Job& j, const BenchArgs& a, double copy_gbs,
   }
   if (heuristic) {
     try {
-      rows.push_back(run_program(j, d, *heuristic, kDefaultImpl, "", a, copy_gbs));
+      rows.push_back(run_program(j, d, *heuristic, kDefaultImpl, "", a, roof));
     } catch (const Error& e) {
       rows.push_back(error_row(j, kDefaultImpl, e.what()));
     }
@@ -322,7 +329,7 @@ std::vector<BenchRow> run_job(const Job& j, const BenchArgs& a, double copy_gbs,
     }
     if (tuned) {
       try {
-        rows.push_back(run_program(j, d, *tuned, kTunedImpl, note, a, copy_gbs));
+        rows.push_back(run_program(j, d, *tuned, kTunedImpl, note, a, roof));
       } catch (const Error& e) {
         rows.push_back(error_row(j, kTunedImpl, e.what()));
       }
@@ -341,7 +348,7 @@ std::vector<BenchRow> run_job(const Job& j, const BenchArgs& a, double copy_gbs,
         baselines::LoadedBaseline loaded(*compiled);
         rows.push_back(measure(j, d, kHandImpl, b->name + " " + compiled->kernel.config,
                                [&] { loaded.launch(d.input_ptrs, d.output_ptrs, j.size.rows, j.size.cols); },
-                               a.reps, copy_gbs));
+                               a.reps, roof));
       } catch (const Error& e) {
         rows.push_back(error_row(j, kHandImpl, e.what()));
       }
@@ -409,11 +416,17 @@ int bench(const BenchArgs& a) {
   report.gpu = device.name();
   report.date = runtime::today();
   report.copy_gbs = runtime::measure_copy_bandwidth_gbs();
-  std::cout << fmt::format("kiln bench on {} ({}), {}; copy bandwidth measured now: {:.0f} GB/s\n", device.name(),
+  const runtime::GemmRate gemm = runtime::measure_gemm_rate();
+  report.gemm_tflops = gemm.tflops;
+  report.gemm_source = gemm.tflops > 0 ? gemm.source : gemm.why_not;
+  std::cout << fmt::format("kiln bench on {} ({}), {}; copy bandwidth measured now: {:.0f} GB/s; ", device.name(),
                            device.compile_target(), report.date, report.copy_gbs);
+  std::cout << (gemm.tflops > 0 ? fmt::format("GEMM rate: {:.0f} TFLOP/s ({})\n", gemm.tflops, gemm.source)
+                                : fmt::format("GEMM rate not measured: {}\n", gemm.why_not));
+  const Roof roof{report.copy_gbs, report.gemm_tflops};
   for (const Job& j : jobs) {
     std::cout << fmt::format("== {}\n", j.str()) << std::flush;
-    for (BenchRow& row : run_job(j, a, report.copy_gbs, device.sm_count())) {
+    for (BenchRow& row : run_job(j, a, roof, device.sm_count())) {
       std::cout << fmt::format("  {}: {} {}\n", row.impl, row.check,
                                row.median_ms > 0 ? fmt::format("{:.4f} ms, {:.1f}% of copy", row.median_ms,
                                                                row.pct_roofline)

@@ -88,6 +88,28 @@ TEST(BenchReport, FillRatesFromTime) {
   EXPECT_DOUBLE_EQ(r.pct_roofline, 0.05);
 }
 
+TEST(BenchReport, RooflineIsBandwidthUnderTheSlopeAndTheGemmRatePastTheRidge) {
+  BenchRow r;
+  r.median_ms = 1000;
+  r.bytes = 2'000'000'000;
+  r.flops = 4'000'000'000'000;  // 2000 flop/B: 4000 GB/s x 2000 = 8000 TFLOP/s > 800, past the ridge
+  runtime::fill_rates(r, 4000, 800);
+  EXPECT_DOUBLE_EQ(r.pct_roofline, 0.5);  // 4 of 800 TFLOP/s
+  r.flops = 2'000'000'000;                // 1 flop/B: 4 TFLOP/s, under the slope
+  runtime::fill_rates(r, 4000, 800);
+  EXPECT_DOUBLE_EQ(r.pct_roofline, 0.05);  // 2 of 4000 GB/s
+}
+
+TEST(BenchReport, GemmRateSurvivesJson) {
+  BenchReport report = sample();
+  report.gemm_tflops = 780.5;
+  report.gemm_source = "cuBLAS bf16 GEMM 8192^3";
+  BenchReport back = runtime::report_from_json(runtime::to_json(report));
+  EXPECT_DOUBLE_EQ(back.gemm_tflops, 780.5);
+  EXPECT_EQ(back.gemm_source, "cuBLAS bf16 GEMM 8192^3");
+  EXPECT_EQ(runtime::report_from_json(runtime::to_json(sample())).gemm_tflops, 0);  // optional field
+}
+
 TEST(BenchReport, FillRatesLeavesAnUntimedRowAtZero) {
   BenchRow r;
   r.bytes = 100;
