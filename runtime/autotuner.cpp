@@ -33,7 +33,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr int kMaxInputSets = 8;
 // Finalists: the candidates within 10% of the best after the first pass, at most 8,
 // timed again over 5 interleaved rounds; then candidates within 3% of the fastest
-// count as tied and the first in candidate order wins.
+// count as tied: the default config wins a tie, else the first in candidate order.
 constexpr double kFinalistMargin = 0.10;
 constexpr size_t kMaxFinalists = 8;
 constexpr int kFinalRounds = 5;
@@ -311,7 +311,10 @@ TuneResult tune_kernel(const ir::Kernel& k, const KernelReference& ref, const Tu
     r.trials[index] = t;
   }
   retime_finalists(k, r.trials, loaded, arg_sets, options);
-  r.best = choose_best(r.trials, kTie);
+  int default_index = -1;
+  for (size_t i = 0; i < r.trials.size(); ++i)
+    if (r.trials[i].config == k.config) default_index = static_cast<int>(i);
+  r.best = choose_best(r.trials, kTie, default_index);
   if (r.best >= 0) r.kernel.config = r.trials[static_cast<size_t>(r.best)].config;
   r.wall_s = seconds_since(start);
   return r;

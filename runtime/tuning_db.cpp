@@ -132,13 +132,16 @@ std::string_view trial_status_name(TrialStatus s) {
   return "?";
 }
 
-int choose_best(const std::vector<Trial>& trials, double tie) {
+int choose_best(const std::vector<Trial>& trials, double tie, int preferred) {
   double fastest = std::numeric_limits<double>::infinity();
   for (const Trial& t : trials)
     if (t.status == TrialStatus::Ok) fastest = std::min(fastest, t.median_ms);
   if (!std::isfinite(fastest)) return -1;
+  auto tied = [&](size_t i) { return trials[i].status == TrialStatus::Ok && trials[i].median_ms <= fastest * (1 + tie); };
+  if (preferred >= 0 && static_cast<size_t>(preferred) < trials.size() && tied(static_cast<size_t>(preferred)))
+    return preferred;
   for (size_t i = 0; i < trials.size(); ++i)
-    if (trials[i].status == TrialStatus::Ok && trials[i].median_ms <= fastest * (1 + tie)) return static_cast<int>(i);
+    if (tied(i)) return static_cast<int>(i);
   return -1;
 }
 

@@ -42,10 +42,11 @@ struct Trial {
   std::string detail;  // the check's figures, the error, ...
 };
 
-// The index of the trial to keep: the fastest Ok one, except that a trial listed
-// earlier wins when it is within `tie` (relative) of the fastest, so that tuning twice
-// picks the same config despite noise. -1 when no trial is Ok.
-int choose_best(const std::vector<Trial>& trials, double tie = 0.02);
+// The index of the trial to keep: the fastest Ok one, except that within `tie`
+// (relative) of the fastest the `preferred` trial (the kernel's default config) wins,
+// else the one listed first, so that tuning twice picks the same config despite noise
+// and a tie never trades the default for a config no faster. -1 when no trial is Ok.
+int choose_best(const std::vector<Trial>& trials, double tie = 0.02, int preferred = -1);
 
 struct TuningRecord {
   TuningKey key;

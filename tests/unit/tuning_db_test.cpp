@@ -212,6 +212,14 @@ TEST(ChooseBest, NearTieGoesToTheEarlierCandidate) {
   EXPECT_EQ(runtime::choose_best(t), 0);
 }
 
+TEST(ChooseBest, NearTieGoesToTheDefaultFirst) {
+  std::vector<Trial> t = {trial(config(128, 4, 4), TrialStatus::Ok, 1.0),
+                          trial(config(256, 4, 4), TrialStatus::Ok, 1.02),
+                          trial(config(512, 4, 4), TrialStatus::Ok, 1.01)};
+  EXPECT_EQ(runtime::choose_best(t, 0.03, 1), 1);
+  EXPECT_EQ(runtime::choose_best(t, 0.01, 1), 0);  // the default is past the tie: the fastest wins
+}
+
 TEST(ChooseBest, ClearWinnerBeatsAnEarlierCandidate) {
   std::vector<Trial> t = {trial(config(128, 4, 4), TrialStatus::Ok, 1.05),
                           trial(config(256, 4, 4), TrialStatus::Ok, 1.0)};
