@@ -184,12 +184,13 @@ constexpr Helper kHelpers[] = {
      "slots_m2[i]);\n}\n"},
     // Clusters (sm_90): a cluster's blocks share a row. Threads 0..C-1 of each block write
     // the block's partial into slot[rank] of every block of the cluster (distributed
-    // shared memory); after the cluster barrier each thread reads its own block's C slots
-    // in rank order, so every block ends with the same bits. No block touches another's
-    // memory after the barrier, so blocks leave without waiting for each other. A block
-    // may write into another only once that one has started: every kernel arrives at a
-    // barrier first and waits on it before its first exchange (kiln_cluster_arrive /
-    // kiln_cluster_wait), by which time the wait costs nothing.
+    // shared memory); after the cluster barrier lane i of every warp reads slot i % C of
+    // its own block and the warp combines the C partials by a butterfly over C lanes, so
+    // every block ends with the same bits, and no thread holds C partials in registers at
+    // once. No block touches another's memory after the barrier, so blocks leave without
+    // waiting for each other. A block may write into another only once that one has
+    // started: every kernel arrives at a barrier first and waits on it before its first
+    // exchange (kiln_cluster_arrive / kiln_cluster_wait), by which time the wait is free.
     {"kiln_cluster_arrive",
      "static __device__ __forceinline__ void kiln_cluster_arrive() {\n"
      "  asm volatile(\"barrier.cluster.arrive.relaxed.aligned;\" ::: \"memory\");\n}\n"},
@@ -210,29 +211,27 @@ constexpr Helper kHelpers[] = {
      "  }\n}\n"},
     {"kiln_cluster_sum",
      "template <int C> static __device__ __forceinline__ float kiln_cluster_sum(float v, float* slot) {\n"
-     "  kiln_cluster_put<C>(slot, v);\n  kiln_cluster_sync();\n  float r = slot[0];\n"
-     "#pragma unroll\n  for (int i = 1; i < C; ++i) r += slot[i];\n  return r;\n}\n"},
+     "  kiln_cluster_put<C>(slot, v);\n  kiln_cluster_sync();\n"
+     "  return kiln_warp_sum<C>(slot[threadIdx.x % C]);\n}\n"},
     {"kiln_cluster_max",
      "template <int C> static __device__ __forceinline__ float kiln_cluster_max(float v, float* slot) {\n"
-     "  kiln_cluster_put<C>(slot, v);\n  kiln_cluster_sync();\n  float r = slot[0];\n"
-     "#pragma unroll\n  for (int i = 1; i < C; ++i) r = kiln_max(r, slot[i]);\n  return r;\n}\n"},
+     "  kiln_cluster_put<C>(slot, v);\n  kiln_cluster_sync();\n"
+     "  return kiln_warp_max<C>(slot[threadIdx.x % C]);\n}\n"},
     {"kiln_cluster_min",
      "template <int C> static __device__ __forceinline__ float kiln_cluster_min(float v, float* slot) {\n"
-     "  kiln_cluster_put<C>(slot, v);\n  kiln_cluster_sync();\n  float r = slot[0];\n"
-     "#pragma unroll\n  for (int i = 1; i < C; ++i) r = kiln_min(r, slot[i]);\n  return r;\n}\n"},
+     "  kiln_cluster_put<C>(slot, v);\n  kiln_cluster_sync();\n"
+     "  return kiln_warp_min<C>(slot[threadIdx.x % C]);\n}\n"},
     {"kiln_cluster_lse",
      "template <int C> static __device__ __forceinline__ void kiln_cluster_lse(float& m, float& s, float* slot_m, "
      "float* slot_s) {\n"
      "  kiln_cluster_put<C>(slot_m, m);\n  kiln_cluster_put<C>(slot_s, s);\n  kiln_cluster_sync();\n"
-     "  m = slot_m[0];\n  s = slot_s[0];\n"
-     "#pragma unroll\n  for (int i = 1; i < C; ++i) kiln_lse_add(m, s, slot_m[i], slot_s[i]);\n}\n"},
+     "  m = slot_m[threadIdx.x % C];\n  s = slot_s[threadIdx.x % C];\n  kiln_warp_lse<C>(m, s);\n}\n"},
     {"kiln_cluster_welford",
      "template <int C> static __device__ __forceinline__ void kiln_cluster_welford(float& n, float& mean, float& m2, "
      "float* slot_n, float* slot_mean, float* slot_m2) {\n"
      "  kiln_cluster_put<C>(slot_n, n);\n  kiln_cluster_put<C>(slot_mean, mean);\n  kiln_cluster_put<C>(slot_m2, m2);\n"
-     "  kiln_cluster_sync();\n  n = slot_n[0];\n  mean = slot_mean[0];\n  m2 = slot_m2[0];\n"
-     "#pragma unroll\n  for (int i = 1; i < C; ++i) kiln_welford_add(n, mean, m2, slot_n[i], slot_mean[i], slot_m2[i]);\n"
-     "}\n"},
+     "  kiln_cluster_sync();\n  n = slot_n[threadIdx.x % C];\n  mean = slot_mean[threadIdx.x % C];\n"
+     "  m2 = slot_m2[threadIdx.x % C];\n  kiln_warp_welford<C>(n, mean, m2);\n}\n"},
     {"kiln_round_f16",
      "static __device__ __forceinline__ float kiln_round_f16(float x) { return __half2float(__float2half_rn(x)); }\n"},
     {"kiln_round_bf16",

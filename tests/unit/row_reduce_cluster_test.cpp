@@ -30,13 +30,13 @@ ir::Kernel lowered(const std::string& which, const std::string& dt, long n, cons
 }
 
 TEST(RowReduceCluster, LongRowsShareAClusterOnSm90) {
-  // Up to 64 KB a block holds the row; past that blocks of 8192 elements up to a cluster
-  // of 8, then 16 blocks of 256 threads (rows of 262144).
+  // Up to 64 KB a block holds the row; past that blocks of 16384 elements up to a
+  // cluster of 8, then 16 blocks of 256 threads (rows of 262144).
   EXPECT_EQ(lowered("softmax", "f16", 16384).config.cluster, 0);
   EXPECT_EQ(lowered("softmax", "f16", 32768).config.cluster, 0);
-  EXPECT_EQ(lowered("softmax", "f32", 32768).config.cluster, 4);
-  EXPECT_EQ(lowered("softmax", "f16", 65536).config.cluster, 8);
-  EXPECT_EQ(lowered("softmax", "f16", 65536).config.row_threads, 128);
+  EXPECT_EQ(lowered("softmax", "f32", 32768).config.cluster, 2);
+  EXPECT_EQ(lowered("softmax", "f16", 65536).config.cluster, 4);
+  EXPECT_EQ(lowered("softmax", "f16", 65536).config.row_threads, 256);
   EXPECT_EQ(lowered("layer_norm", "bf16", 262144).config.cluster, 16);
   EXPECT_LE(lowered("layer_norm", "f32", 262144).config.row_threads, 256);
   for (long n : {65536L, 262144L}) {
