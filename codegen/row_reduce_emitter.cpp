@@ -15,8 +15,9 @@
 // With a cluster of C blocks (sm_90) a row's T * C threads span C blocks: block `rank`
 // holds lanes rank * T .. rank * T + T - 1; after its own block-level combine each block
 // writes its partial into every block's shared memory (distributed shared memory), and
-// after one cluster barrier each reads the C partials locally in rank order, so all C
-// blocks hold the same bits and none waits for another at its end.
+// after one cluster barrier each combines the C partials from its own shared memory by
+// the same butterfly over C lanes, so all C blocks hold the same bits and none waits for
+// another at its end.
 // Two reductions keep more than one accumulator, updated once per vector of V elements:
 // logsumexp a running (max, sum of exp(x - max)) pair, rescaled once per vector by the
 // change of its max; var Welford's (count, mean, squared deviations), the vector's own
