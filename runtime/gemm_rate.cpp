@@ -72,29 +72,31 @@ GemmRate measure_gemm_rate(int n) {
     return r;
   }
   Device::get();  // the context cuBLAS runs in
-  const size_t count = size_t(n) * n;
-  DeviceBuffer a(count * 2), b(count * 2), c(count * 4);
-  a.upload(random_bf16(count, 1).data(), count * 2);
-  b.upload(random_bf16(count, 2).data(), count * 2);
   Handle handle = nullptr;
   if (int status = create(&handle); status != 0) {
     r.why_not = fmt::format("cublasCreate failed (status {})", status);
     return r;
   }
-  const float alpha = 1.0f, beta = 0.0f;
-  int status = 0;
-  auto launch = [&] {
-    status = gemm(handle, kOpN, kOpN, n, n, n, &alpha, reinterpret_cast<const void*>(a.ptr()), kBf16, n,
-                  reinterpret_cast<const void*>(b.ptr()), kBf16, n, &beta, reinterpret_cast<void*>(c.ptr()),
-                  kF32, n, kComputeF32, kDefaultAlgo);
-  };
-  const float ms = time_kernel_ms(launch, 3, 10);
-  destroy(handle);
-  if (status != 0) {
-    r.why_not = fmt::format("cublasGemmEx failed (status {})", status);
-    return r;
+  // The roof is optional: a failed allocation or launch is reported, not thrown.
+  try {
+    const size_t count = size_t(n) * n;
+    DeviceBuffer a(count * 2), b(count * 2), c(count * 4);
+    a.upload(random_bf16(count, 1).data(), count * 2);
+    b.upload(random_bf16(count, 2).data(), count * 2);
+    const float alpha = 1.0f, beta = 0.0f;
+    int status = 0;
+    auto launch = [&] {
+      status = gemm(handle, kOpN, kOpN, n, n, n, &alpha, reinterpret_cast<const void*>(a.ptr()), kBf16, n,
+                    reinterpret_cast<const void*>(b.ptr()), kBf16, n, &beta, reinterpret_cast<void*>(c.ptr()),
+                    kF32, n, kComputeF32, kDefaultAlgo);
+    };
+    const float ms = time_kernel_ms(launch, 3, 10);
+    if (status != 0) r.why_not = fmt::format("cublasGemmEx failed (status {})", status);
+    else r.tflops = 2.0 * n * double(n) * n / (ms * 1e-3) / 1e12;
+  } catch (const Error& e) {
+    r.why_not = e.what();
   }
-  r.tflops = 2.0 * n * double(n) * n / (ms * 1e-3) / 1e12;
+  destroy(handle);
   return r;
 }
 
