@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <set>
 
 #include "ir/error.h"
@@ -56,13 +57,18 @@ bool belongs_to_row(const Kernel& k, const CollapsedSpace& c, int arg) {
   return owned;
 }
 
-std::vector<bool> row_uniform(const Kernel& k) {
+namespace {
+
+// The body's values that do not change along the reduced dims: loads and indices whose
+// strides `moves` says stay put there, and ops of such values only. Constants and
+// reductions are uniform.
+std::vector<bool> uniform_values(const Kernel& k, const std::function<bool(const std::vector<int64_t>&)>& moves) {
   std::vector<bool> uniform(k.body.size(), true);
   for (size_t id = 0; id < k.body.size(); ++id) {
     const ScalarOp& op = k.body[id];
     switch (op.kind) {
-      case ScalarKind::Load: uniform[id] = k.args.at(op.arg).strides.back() == 0; break;
-      case ScalarKind::Index: uniform[id] = op.coeffs.back() == 0; break;
+      case ScalarKind::Load: uniform[id] = !moves(k.args.at(op.arg).strides); break;
+      case ScalarKind::Index: uniform[id] = !moves(op.coeffs); break;
       case ScalarKind::Op:
       case ScalarKind::Store:
         for (int x : op.operands) uniform[id] = uniform[id] && uniform[x];
@@ -72,6 +78,12 @@ std::vector<bool> row_uniform(const Kernel& k) {
     }
   }
   return uniform;
+}
+
+}  // namespace
+
+std::vector<bool> row_uniform(const Kernel& k) {
+  return uniform_values(k, [](const std::vector<int64_t>& s) { return s.back() != 0; });
 }
 
 namespace {
@@ -100,26 +112,11 @@ std::vector<int64_t> per_col_strides(const Kernel& k) {
 }
 
 std::vector<bool> col_uniform(const Kernel& k) {
-  std::vector<bool> uniform(k.body.size(), true);
-  auto along_reduced = [&](const std::vector<int64_t>& s) {
+  return uniform_values(k, [&](const std::vector<int64_t>& s) {
     for (int64_t d : k.reduced_axes)
       if (s.at(static_cast<size_t>(d)) != 0) return true;
     return false;
-  };
-  for (size_t id = 0; id < k.body.size(); ++id) {
-    const ScalarOp& op = k.body[id];
-    switch (op.kind) {
-      case ScalarKind::Load: uniform[id] = !along_reduced(k.args.at(op.arg).strides); break;
-      case ScalarKind::Index: uniform[id] = !along_reduced(op.coeffs); break;
-      case ScalarKind::Op:
-      case ScalarKind::Store:
-        for (int x : op.operands) uniform[id] = uniform[id] && uniform[x];
-        break;
-      case ScalarKind::Const:
-      case ScalarKind::Reduce: break;
-    }
-  }
-  return uniform;
+  });
 }
 
 namespace {

@@ -404,6 +404,31 @@ std::unordered_set<const Node*> live_nodes(const ir::Graph& g) {
   return live;
 }
 
+// Finishes a reduction kernel: every root must have the shape `map_of` maps (else the
+// error says it is `expected`) and be computed inside the kernel.
+PointwiseBuild demand_outputs(Builder& b, const std::string& name, const std::vector<const Value*>& roots,
+                              const std::function<bool(const Value*)>& computed_inside,
+                              const std::unordered_map<int, std::string>& names,
+                              const std::function<std::optional<Map>(const Shape&)>& map_of,
+                              const std::string& expected) {
+  std::vector<int> ids;
+  std::vector<Map> maps;
+  for (const Value* r : roots) {
+    std::optional<Map> m = map_of(r->type.shape);
+    if (!m) {
+      auto it = names.find(r->id);
+      throw Error(fmt::format("kernel @{}: output %{}: {} is {}", name,
+                              it != names.end() ? it->second : fmt::format("v{}", r->id), r->type.str(), expected));
+    }
+    if (!computed_inside(r)) throw Error(fmt::format("kernel @{}: an output is not computed inside it", name));
+    int id = b.demand(r, *m);
+    if (id < 0) return b.failed();
+    ids.push_back(id);
+    maps.push_back(*m);
+  }
+  return b.finish(roots, ids, maps);
+}
+
 }  // namespace
 
 int Plan::buffer_of(int value_id) const {
@@ -446,23 +471,8 @@ PointwiseBuild build_row_reduce(const std::string& name, const Shape& rows,
   if (roots.empty()) throw Error(fmt::format("kernel @{} has no outputs", name));
   if (rows.empty()) throw Error(fmt::format("kernel @{}: a row reduction needs rows of rank 1 or more", name));
   Builder b(name, rows, computed_inside, names, true);
-  std::vector<int> ids;
-  std::vector<Map> maps;
-  for (const Value* r : roots) {
-    std::optional<Map> m = b.row_map(r->type.shape);
-    if (!m) {
-      auto it = names.find(r->id);
-      throw Error(fmt::format("kernel @{}: output %{}: {} is neither the rows {} nor one value per row", name,
-                              it != names.end() ? it->second : fmt::format("v{}", r->id), r->type.str(),
-                              shape_str(rows)));
-    }
-    if (!computed_inside(r)) throw Error(fmt::format("kernel @{}: an output is not computed inside it", name));
-    int id = b.demand(r, *m);
-    if (id < 0) return b.failed();
-    ids.push_back(id);
-    maps.push_back(*m);
-  }
-  return b.finish(roots, ids, maps);
+  return demand_outputs(b, name, roots, computed_inside, names, [&](const Shape& s) { return b.row_map(s); },
+                        fmt::format("neither the rows {} nor one value per row", shape_str(rows)));
 }
 
 Shape row_reduction_space(const Node& n) {
@@ -507,23 +517,9 @@ PointwiseBuild build_col_reduce(const std::string& name, const ColReduction& col
     throw Error(fmt::format("kernel @{}: a column reduction needs a space of rank 1 or more and a reduced dim", name));
   Builder b(name, cols.space, computed_inside, names);
   b.reduce_columns(cols.axes);
-  std::vector<int> ids;
-  std::vector<Map> maps;
-  for (const Value* r : roots) {
-    std::optional<Map> m = b.col_map(r->type.shape);
-    if (!m) {
-      auto it = names.find(r->id);
-      throw Error(fmt::format("kernel @{}: output %{}: {} is not one value per column of {} reduced over {}", name,
-                              it != names.end() ? it->second : fmt::format("v{}", r->id), r->type.str(),
-                              shape_str(cols.space), shape_str(cols.axes)));
-    }
-    if (!computed_inside(r)) throw Error(fmt::format("kernel @{}: an output is not computed inside it", name));
-    int id = b.demand(r, *m);
-    if (id < 0) return b.failed();
-    ids.push_back(id);
-    maps.push_back(*m);
-  }
-  return b.finish(roots, ids, maps);
+  return demand_outputs(b, name, roots, computed_inside, names, [&](const Shape& s) { return b.col_map(s); },
+                        fmt::format("not one value per column of {} reduced over {}", shape_str(cols.space),
+                                    shape_str(cols.axes)));
 }
 
 namespace {

@@ -25,10 +25,6 @@ using ir::Value;
 
 using Users = std::vector<std::vector<Node*>>;
 
-const Node* producer_of(const Value* v, OpKind k) {
-  return v->producer && v->producer->op == k ? v->producer : nullptr;
-}
-
 // Two reductions over the same axes with the same keepdim: their results line up.
 bool same_reduction(const Node& a, const Node& b) {
   const int rank = a.operands[0]->type.rank();

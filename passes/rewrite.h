@@ -1,12 +1,18 @@
-// The step that ends every rewrite which replaces one node by new ones (decompose,
-// online-softmax, welford): the new nodes take the old node's place and kernel group,
-// its readers read the new result, and the new result takes its name.
+// What the rewriting passes share: matching a value's producer, and the step that ends
+// every rewrite which replaces one node by new ones (decompose, online-softmax, welford):
+// the new nodes take the old node's place and kernel group, its readers read the new
+// result, and the new result takes its name.
 #pragma once
 #include <cstddef>
 
 #include "ir/graph.h"
 
 namespace kiln::passes {
+
+// The node that computes `v` when it is an op of kind `k`, else null.
+inline const ir::Node* producer_of(const ir::Value* v, ir::OpKind k) {
+  return v->producer && v->producer->op == k ? v->producer : nullptr;
+}
 
 // Replaces node `old` by the nodes added to `g` since it held `first_new` nodes, the last
 // of them computing `replacement`: they move just before `old` and join its group, every

@@ -13,6 +13,7 @@
 #include "ir/error.h"
 #include "ir/interpreter.h"
 #include "passes/pass.h"
+#include "passes/rewrite.h"
 
 namespace kiln::passes {
 
@@ -24,10 +25,6 @@ using ir::OpKind;
 using ir::Value;
 
 // ---- matchers ----
-
-const Node* producer_of(const Value* v, OpKind k) {
-  return v->producer && v->producer->op == k ? v->producer : nullptr;
-}
 
 // The value of a constant as the graph computes it (rounded to its dtype).
 std::optional<double> const_value(const Value* v) {

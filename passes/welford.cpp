@@ -17,10 +17,6 @@ using ir::Node;
 using ir::OpKind;
 using ir::Value;
 
-const Node* producer_of(const Value* v, OpKind k) {
-  return v->producer && v->producer->op == k ? v->producer : nullptr;
-}
-
 // mean(x) lines up with x when it keeps the reduced dims (size 1) or reduces leading
 // dims only: otherwise numpy broadcasting would pair it with the wrong elements.
 bool lines_up(const Node& mean) {

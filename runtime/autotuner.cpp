@@ -256,10 +256,15 @@ TuneResult tune_kernel(const ir::Kernel& k, const KernelReference& ref, const Tu
 
   // Time the kernel's default config first, so that a sweep cut short by its budget or
   // its early stop still knows the default's time and never picks something slower.
+  int default_index = -1;
   std::vector<size_t> order;
   for (size_t i = 0; i < builds.size(); ++i)
-    if (builds[i].trial.config == k.config) order.insert(order.begin(), i);
-    else order.push_back(i);
+    if (builds[i].trial.config == k.config) {
+      default_index = static_cast<int>(i);
+      order.insert(order.begin(), i);
+    } else {
+      order.push_back(i);
+    }
   std::vector<DeviceReference> want;
   for (const HostTensor& out : ref.outputs) want.emplace_back(out);
   r.trials.resize(builds.size());
@@ -311,9 +316,6 @@ TuneResult tune_kernel(const ir::Kernel& k, const KernelReference& ref, const Tu
     r.trials[index] = t;
   }
   retime_finalists(k, r.trials, loaded, arg_sets, options);
-  int default_index = -1;
-  for (size_t i = 0; i < r.trials.size(); ++i)
-    if (r.trials[i].config == k.config) default_index = static_cast<int>(i);
   r.best = choose_best(r.trials, kTie, default_index);
   if (r.best >= 0) r.kernel.config = r.trials[static_cast<size_t>(r.best)].config;
   r.wall_s = seconds_since(start);

@@ -19,13 +19,10 @@ using testing::expect_values;
 using testing::f32;
 using testing::kInf;
 using testing::kNaN;
+using testing::over;
 using testing::run_op;
 using testing::tensor;
 
-
-ir::Attrs over(std::vector<int64_t> axes, bool keepdim = false) {
-  return attrs({{"axis", std::move(axes)}, {"keepdim", keepdim}});
-}
 
 TEST(InterpreterLogSumExp, SmallRowsMatchTheDefinition) {
   // log(e + e^2 + e^3) = 3 + log(1 + e^-1 + e^-2); log(1 + 1) = log 2.

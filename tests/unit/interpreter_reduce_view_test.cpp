@@ -12,9 +12,9 @@ using testing::attrs;
 using testing::expect_values;
 using testing::f32;
 using testing::kNaN;
+using testing::over;
 using testing::run_op;
 using testing::tensor;
-
 
 // [[1, 2, 3], [4, 5, 6]]
 HostTensor two_by_three() { return f32({2, 3}, {1, 2, 3, 4, 5, 6}); }
@@ -28,9 +28,6 @@ HostTensor indexed(Shape shape) {
   return f32(std::move(shape), std::move(v));
 }
 
-ir::Attrs over(std::vector<int64_t> axes, bool keepdim = false) {
-  return attrs({{"axis", std::move(axes)}, {"keepdim", keepdim}});
-}
 
 TEST(InterpreterReduce, SumOverRows) {
   HostTensor out = run_op(OpKind::ReduceSum, {two_by_three()}, over({1}));

@@ -33,6 +33,11 @@ inline ir::Attrs attrs(std::initializer_list<std::pair<std::string, ir::AttrValu
   return a;
 }
 
+// The attributes of a reduction over `axes`.
+inline ir::Attrs over(std::vector<int64_t> axes, bool keepdim = false) {
+  return attrs({{"axis", std::move(axes)}, {"keepdim", keepdim}});
+}
+
 // Applies `op` to the given tensors (as graph inputs %x0, %x1, ...) and returns its result.
 inline HostTensor run_op(ir::OpKind op, const std::vector<HostTensor>& inputs, const ir::Attrs& a = {},
                          std::optional<TensorType> annotated = std::nullopt) {
