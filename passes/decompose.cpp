@@ -137,18 +137,11 @@ public:
   std::string_view name() const override { return "decompose"; }
 
   bool run(ir::Graph& g) override {
-    bool changed = false;
-    for (ir::Node* n : g.nodes()) {
-      if (ir::op_info(n->op).category != ir::OpCategory::Composite) continue;
-      size_t mark = g.num_nodes();
-      Builder b(g, *n);
-      Value* result = expand(b, *n);
-      if (!result) continue;  // a composite this pass does not know yet
-      replace_with_new_nodes(g, n, mark, result);
-      changed = true;
-    }
-    if (changed) g.remove_dead_nodes();
-    return changed;
+    return rewrite_nodes(g, [&](ir::Node& n) -> Value* {
+      if (ir::op_info(n.op).category != ir::OpCategory::Composite) return nullptr;
+      Builder b(g, n);
+      return expand(b, n);  // null: a composite this pass does not know yet
+    });
   }
 };
 

@@ -120,18 +120,11 @@ public:
   std::string_view name() const override { return "online-softmax"; }
 
   bool run(Graph& g) override {
-    bool changed = false;
-    for (Node* y : g.nodes()) {
-      if (y->op != OpKind::Div && y->op != OpKind::Sub) continue;
+    return rewrite_nodes(g, [&](Node& y) -> Value* {
+      if (y.op != OpKind::Div && y.op != OpKind::Sub) return nullptr;
       const Users users = g.users();  // fresh: an earlier rewrite moved readers
-      size_t mark = g.num_nodes();
-      Value* result = y->op == OpKind::Div ? rewrite_softmax(g, users, *y) : rewrite_log_softmax(g, users, *y);
-      if (!result) continue;
-      replace_with_new_nodes(g, y, mark, result);
-      changed = true;
-    }
-    if (changed) g.remove_dead_nodes();
-    return changed;
+      return y.op == OpKind::Div ? rewrite_softmax(g, users, y) : rewrite_log_softmax(g, users, y);
+    });
   }
 };
 

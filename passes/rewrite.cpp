@@ -15,4 +15,17 @@ void replace_with_new_nodes(ir::Graph& g, ir::Node* old, size_t first_new, ir::V
   old->result->name.clear();
 }
 
+bool rewrite_nodes(ir::Graph& g, const std::function<ir::Value*(ir::Node&)>& rewrite) {
+  bool changed = false;
+  for (ir::Node* n : g.nodes()) {
+    const size_t mark = g.num_nodes();
+    ir::Value* result = rewrite(*n);
+    if (!result) continue;
+    replace_with_new_nodes(g, n, mark, result);
+    changed = true;
+  }
+  if (changed) g.remove_dead_nodes();
+  return changed;
+}
+
 }  // namespace kiln::passes

@@ -47,18 +47,10 @@ public:
   std::string_view name() const override { return "welford"; }
 
   bool run(Graph& g) override {
-    bool changed = false;
-    for (Node* v : g.nodes()) {
-      if (v->op != OpKind::ReduceMean) continue;
-      Value* x = variance_of(*v);
-      if (!x) continue;
-      size_t mark = g.num_nodes();
-      Value* var = g.add(OpKind::ReduceVar, {x}, v->attrs, std::nullopt, v->loc);
-      replace_with_new_nodes(g, v, mark, var);
-      changed = true;
-    }
-    if (changed) g.remove_dead_nodes();
-    return changed;
+    return rewrite_nodes(g, [&](Node& v) -> Value* {
+      Value* x = v.op == OpKind::ReduceMean ? variance_of(v) : nullptr;
+      return x ? g.add(OpKind::ReduceVar, {x}, v.attrs, std::nullopt, v.loc) : nullptr;
+    });
   }
 };
 
