@@ -153,14 +153,14 @@ int compile_only(const BenchArgs& a, const std::vector<Job>& jobs) {
 
 // ---- running on the GPU ----
 
-// What a job's implementations share: its inputs on the device, its output buffers,
-// and the reference outputs (evaluated once per job).
 // The two roofs every row is placed under, measured once per run.
 struct Roof {
   double copy_gbs = 0;
   double gemm_tflops = 0;  // 0: not measured
 };
 
+// What a job's implementations share: its inputs on the device, its output buffers,
+// and the reference outputs (evaluated once per job).
 struct JobData {
   ir::Graph graph;
   std::vector<HostTensor> reference;
