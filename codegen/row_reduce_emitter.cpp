@@ -12,6 +12,9 @@
 // With the row in registers the row's own inputs are loaded once, kept as stored (fp16
 // packed) and every stage reads the registers; a streamed row is read again from memory
 // (L2) in each stage. Inputs every row shares (a norm's weight) are read where used.
+// A long row may keep part of each thread's slice in shared memory (shared_elems past
+// the `elems` in registers): copied there once with cp.async, read back in each stage by
+// a second element loop. A block then holds twice the row or more, two blocks an SM.
 // With a cluster of C blocks (sm_90) a row's T * C threads span C blocks: block `rank`
 // holds lanes rank * T .. rank * T + T - 1; after its own block-level combine each block
 // writes its partial into every block's shared memory (distributed shared memory), and
@@ -28,6 +31,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -101,6 +105,7 @@ private:
                      c_.rows == 1 ? "" : "s");
     if (cluster() > 1) s += fmt::format("a cluster of {} blocks shares each row; ", cluster());
     s += c_.stream ? "the row is re-read in each phase" : fmt::format("{} elements per thread in registers", c_.elems);
+    if (shared_steps() > 0) s += fmt::format(" and {} in shared memory", c_.shared_elems);
     return s + fmt::format("; {} reduction phase{}.\n", phases_, phases_ == 1 ? "" : "s");
   }
 
@@ -116,7 +121,7 @@ private:
 
   // The row index, its coordinates over the collapsed row dims, each argument's row base.
   std::string prologue() const {
-    std::string s;
+    std::string s = tail_decls();
     if (c_.row_threads > 32)
       s += fmt::format("  __shared__ float kiln_slots[{}][{}];\n", std::max(1, num_slots_), block() / 32);
     if (cluster() > 1) {
@@ -166,6 +171,9 @@ private:
 
   // A vector of V elements of input `arg` at column `col` of the row, as `v<arg>`.
   std::string load_vector(const std::string& in, int arg, const std::string& col) const {
+    if (shared_part_ && row_held(arg))
+      return fmt::format("{}const {} v{} = *reinterpret_cast<const {}*>({});\n", in, vec_type(arg), arg, vec_type(arg),
+                         tail_slot(arg));
     int64_t stride = space_.arg_strides[arg].back();
     if (stride == 1)
       return fmt::format("{}const {} v{} = *reinterpret_cast<const {}*>({} + base{} + {});\n", in, vec_type(arg), arg,
@@ -175,14 +183,32 @@ private:
                        param_[arg], arg, col, lit(stride));
   }
 
+  // Where vector j (of the shared part: j >= register_steps()) of input `arg` sits in
+  // this thread's part of the row in shared memory; 16-byte vectors of neighbouring
+  // threads are neighbours, so a warp's accesses are free of bank conflicts.
+  std::string tail_slot(int arg) const {
+    return fmt::format("tail{} + ((j - {}) * {} + threadIdx.x) * {}", arg, register_steps(), block(), c_.vec);
+  }
+
+  // The shared part of the row: per row-held input, elements past `elems` of each thread.
+  std::string tail_decls() const {
+    if (shared_steps() == 0) return "";
+    std::string s = "  extern __shared__ __align__(16) unsigned char kiln_row_tail[];  // the row past the registers\n";
+    int64_t offset = 0;
+    for (int a : register_arrays()) {
+      s += fmt::format("  {}* const tail{} = reinterpret_cast<{}*>(kiln_row_tail + {});\n", storage(a), a, storage(a),
+                       offset);
+      offset += int64_t{block()} * c_.shared_elems * dtype_bytes(k_.args[a].type.dtype);
+    }
+    return s;
+  }
+
   // The row's own inputs, loaded once and kept in registers as stored (fp16 stays
   // packed, half the registers of fp32), converted where each stage uses them.
   std::string register_loads() const {
     std::string s = "  // The row's inputs, kept in registers for every phase.\n";
     const int steps = c_.elems / c_.vec;
-    std::vector<int> arrays;
-    for (size_t i = 0; i < k_.args.size(); ++i)
-      if (in_registers(static_cast<int>(i))) arrays.push_back(static_cast<int>(i));
+    std::vector<int> arrays = register_arrays();
     if (arrays.empty()) return "";
     for (int a : arrays) s += fmt::format("  {} a{}[{}];\n", storage(a), a, c_.elems);
     s += fmt::format("#pragma unroll\n  for (int j = 0; j < {}; ++j) {{\n", steps);
@@ -197,13 +223,35 @@ private:
     for (int a : arrays)
       s += fmt::format("#pragma unroll\n      for (int t = 0; t < {}; ++t) a{}[j * {} + t] = {}();\n", c_.vec, a,
                        c_.vec, storage(a));
-    return s + "    }\n  }\n";
+    s += "    }\n  }\n";
+    if (shared_steps() == 0) return s;
+    // The rest of the thread's slice is copied to shared memory with no register on the
+    // way (cp.async); only this thread reads it back, once its copies have landed.
+    s += fmt::format("#pragma unroll\n  for (int j = {}; j < {}; ++j) {{\n", register_steps(),
+                     register_steps() + shared_steps());
+    s += fmt::format("    const {} col = (({})j * {} + lane) * {};\n", idx_, idx_, lit(span()), lit(c_.vec));
+    s += fmt::format("    if (active && col < {}) {{\n", lit(n_));
+    for (int a : arrays)
+      s += fmt::format("      kiln_prefetch16({}, {} + base{} + col);\n", tail_slot(a), param_[a], a);
+    return s + "    }\n  }\n  kiln_prefetch_wait();\n";
+  }
+
+  std::vector<int> register_arrays() const {
+    std::vector<int> arrays;
+    for (size_t i = 0; i < k_.args.size(); ++i)
+      if (in_registers(static_cast<int>(i))) arrays.push_back(static_cast<int>(i));
+    return arrays;
   }
 
   // Inputs kept in registers: with the row in registers, those that move along the row
   // and belong to it. An input every row shares (a norm's weight) is read where it is
   // used instead: it stays in L1 and would cost as many registers as the row.
-  bool in_registers(int arg) const { return c_.stream == 0 && ir::belongs_to_row(k_, space_, arg); }
+  bool in_registers(int arg) const { return row_held(arg) && !shared_part_; }
+  // The row's own inputs when the row is held (in registers, and past `elems` per thread
+  // in shared memory); the element loops over the shared part read them from there.
+  bool row_held(int arg) const { return c_.stream == 0 && ir::belongs_to_row(k_, space_, arg); }
+  int register_steps() const { return c_.elems / c_.vec; }
+  int shared_steps() const { return c_.stream == 0 ? c_.shared_elems / c_.vec : 0; }
 
   // The expression of op `id` with operands named r<x> (per row) or e<x> (per element).
   std::string value_expr(size_t id) const {
@@ -334,18 +382,27 @@ private:
   }
 
   // The loop over this thread's vectors of the row; `body` runs per vector with `col`.
-  std::string element_loop(const std::string& body) const {
-    std::string s;
-    if (c_.stream == 0) {
-      s += fmt::format("#pragma unroll\n  for (int j = 0; j < {}; ++j) {{\n", c_.elems / c_.vec);
-      s += fmt::format("    const {} col = (({})j * {} + lane) * {};\n", idx_, idx_, lit(span()), lit(c_.vec));
-      s += fmt::format("    if (active && col < {}) {{\n", lit(n_));
-    } else {
-      s += "  if (active) {\n";
+  // A row held in registers and shared memory takes two loops, the body written for each.
+  std::string element_loop(const std::function<std::string()>& body) const {
+    if (c_.stream != 0) {
+      std::string s = "  if (active) {\n";
       s += fmt::format("    for ({} col = ({})lane * {}; col < {}; col += {}) {{\n", idx_, idx_, lit(c_.vec), lit(n_),
                        lit(span() * c_.vec));
+      return s + body() + "    }\n  }\n";
     }
-    return s + body + "    }\n  }\n";
+    auto loop = [&](int from, int to) {
+      std::string s = from == 0 ? fmt::format("#pragma unroll\n  for (int j = 0; j < {}; ++j) {{\n", to)
+                                : fmt::format("#pragma unroll\n  for (int j = {}; j < {}; ++j) {{\n", from, to);
+      s += fmt::format("    const {} col = (({})j * {} + lane) * {};\n", idx_, idx_, lit(span()), lit(c_.vec));
+      s += fmt::format("    if (active && col < {}) {{\n", lit(n_));
+      return s + body() + "    }\n  }\n";
+    };
+    std::string s = loop(0, register_steps());
+    if (shared_steps() == 0) return s;
+    shared_part_ = true;
+    s += loop(register_steps(), register_steps() + shared_steps());
+    shared_part_ = false;
+    return s;
   }
 
   // Loads (streamed rows) and the per-element ops of `cone`, inside the loop over t.
@@ -482,21 +539,24 @@ private:
     for (int r : reduces) s += declare_accumulators(r);
     std::vector<size_t> cone = element_cone(operands);
     const std::string in = "        ";
-    std::string body = stream_loads(cone, "      ");
-    for (int r : reduces)
-      if (per_vector(k_.body[r].op)) body += fmt::format("      float xs{}[{}];\n", r, c_.vec);
-    body += fmt::format("#pragma unroll\n      for (int t = 0; t < {}; ++t) {{\n", c_.vec);
-    body += element_ops(cone, in);
-    for (int r : reduces) {
-      int x = k_.body[r].operands[0];
-      std::string v = fmt::format("{}{}", uniform_[x] ? "r" : "e", x);
-      if (per_vector(k_.body[r].op)) body += fmt::format("{}xs{}[t] = {};\n", in, r, v);
-      else body += fmt::format("{}acc{} = {};\n", in, r, combine(k_.body[r].op, fmt::format("acc{}", r), v));
-    }
-    body += "      }\n";
-    for (int r : reduces)
-      if (per_vector(k_.body[r].op)) body += vector_update(r, "      ");
-    s += element_loop(body);
+    auto make_body = [&] {
+      std::string body = stream_loads(cone, "      ");
+      for (int r : reduces)
+        if (per_vector(k_.body[r].op)) body += fmt::format("      float xs{}[{}];\n", r, c_.vec);
+      body += fmt::format("#pragma unroll\n      for (int t = 0; t < {}; ++t) {{\n", c_.vec);
+      body += element_ops(cone, in);
+      for (int r : reduces) {
+        int x = k_.body[r].operands[0];
+        std::string v = fmt::format("{}{}", uniform_[x] ? "r" : "e", x);
+        if (per_vector(k_.body[r].op)) body += fmt::format("{}xs{}[t] = {};\n", in, r, v);
+        else body += fmt::format("{}acc{} = {};\n", in, r, combine(k_.body[r].op, fmt::format("acc{}", r), v));
+      }
+      body += "      }\n";
+      for (int r : reduces)
+        if (per_vector(k_.body[r].op)) body += vector_update(r, "      ");
+      return body;
+    };
+    s += element_loop(make_body);
     if (phase == 0 && cluster() > 1) s += "  kiln_cluster_wait();  // every block of the cluster has started\n";
     for (int r : reduces) {
       s += finish_reduction(r);
@@ -517,28 +577,31 @@ private:
     if (stores.empty()) return "";
     std::vector<size_t> cone = element_cone(values);
     const std::string in = "        ";
-    std::string body = stream_loads(cone, "      ");
-    for (int st : stores) body += fmt::format("      {} w{};\n", vec_type(k_.body[st].arg), st);
-    body += fmt::format("#pragma unroll\n      for (int t = 0; t < {}; ++t) {{\n", c_.vec);
-    body += element_ops(cone, in);
-    for (int st : stores) {
-      const ir::ScalarOp& op = k_.body[st];
-      int x = op.operands[0];
-      // Storing rounds to the output's dtype: a cast from f32 to that dtype just before
-      // the store would round twice (the same bits, two more conversions).
-      const ir::ScalarOp& v = k_.body[x];
-      if (v.kind == ScalarKind::Op && v.op == ir::OpKind::Cast && v.dtype == op.dtype && is_float(op.dtype) &&
-          k_.body[v.operands[0]].dtype == DType::f32 && !uniform_[v.operands[0]])
-        x = v.operands[0];
-      body += fmt::format("{}w{}.v[t] = {};\n", in, st,
-                          store_expr(op.dtype, fmt::format("{}{}", uniform_[x] ? "r" : "e", x)));
-    }
-    body += "      }\n";
-    for (int st : stores) {
-      int a = k_.body[st].arg;
-      body += fmt::format("      *reinterpret_cast<{}*>({} + base{} + col) = w{};\n", vec_type(a), param_[a], a, st);
-    }
-    return "  // The full-size outputs.\n" + element_loop(body);
+    auto make_body = [&] {
+      std::string body = stream_loads(cone, "      ");
+      for (int st : stores) body += fmt::format("      {} w{};\n", vec_type(k_.body[st].arg), st);
+      body += fmt::format("#pragma unroll\n      for (int t = 0; t < {}; ++t) {{\n", c_.vec);
+      body += element_ops(cone, in);
+      for (int st : stores) {
+        const ir::ScalarOp& op = k_.body[st];
+        int x = op.operands[0];
+        // Storing rounds to the output's dtype: a cast from f32 to that dtype just before
+        // the store would round twice (the same bits, two more conversions).
+        const ir::ScalarOp& v = k_.body[x];
+        if (v.kind == ScalarKind::Op && v.op == ir::OpKind::Cast && v.dtype == op.dtype && is_float(op.dtype) &&
+            k_.body[v.operands[0]].dtype == DType::f32 && !uniform_[v.operands[0]])
+          x = v.operands[0];
+        body += fmt::format("{}w{}.v[t] = {};\n", in, st,
+                            store_expr(op.dtype, fmt::format("{}{}", uniform_[x] ? "r" : "e", x)));
+      }
+      body += "      }\n";
+      for (int st : stores) {
+        int a = k_.body[st].arg;
+        body += fmt::format("      *reinterpret_cast<{}*>({} + base{} + col) = w{};\n", vec_type(a), param_[a], a, st);
+      }
+      return body;
+    };
+    return "  // The full-size outputs.\n" + element_loop(make_body);
   }
 
   std::string row_stores() const {
@@ -559,6 +622,9 @@ private:
   std::vector<int> ready_;  // per op: the stage from which its value exists
   std::map<int, int> reduce_slot_;
   int num_slots_ = 0;  // shared-memory slots: one per accumulator of every reduction
+  // While element_loop writes the loop over the shared part of the row: its row-held
+  // inputs are read from shared memory (load_vector), not from registers.
+  mutable bool shared_part_ = false;
   int phases_ = 0;
   int64_t n_ = 0, rows_ = 0;
   std::string idx_, suffix_;
@@ -573,6 +639,7 @@ LaunchDims row_reduce_launch_dims(const Kernel& k) {
   LaunchDims d;
   d.grid[0] = static_cast<unsigned>((ir::row_count(k) + c.rows - 1) / c.rows * std::max(1, c.cluster));
   d.block[0] = static_cast<unsigned>(c.row_threads * c.rows);
+  d.shared_bytes = static_cast<unsigned>(ir::row_shared_bytes(k, c));
   return d;
 }
 

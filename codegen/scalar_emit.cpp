@@ -191,6 +191,16 @@ constexpr Helper kHelpers[] = {
     // waiting for each other. A block may write into another only once that one has
     // started: every kernel arrives at a barrier first and waits on it before its first
     // exchange (kiln_cluster_arrive / kiln_cluster_wait), by which time the wait is free.
+    // Persistent rows: a 16-byte copy from global to shared memory that runs while the
+    // thread goes on (cp.async, sm_80; .cg skips L1, the data is read once), and the wait
+    // for all of the thread's copies, after which it reads what they wrote.
+    {"kiln_prefetch16",
+     "static __device__ __forceinline__ void kiln_prefetch16(void* shared_dst, const void* global_src) {\n"
+     "  const unsigned dst = (unsigned)__cvta_generic_to_shared(shared_dst);\n"
+     "  asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16;\" :: \"r\"(dst), \"l\"(global_src) : \"memory\");\n}\n"},
+    {"kiln_prefetch_wait",
+     "static __device__ __forceinline__ void kiln_prefetch_wait() {\n"
+     "  asm volatile(\"cp.async.wait_all;\" ::: \"memory\");\n}\n"},
     {"kiln_cluster_arrive",
      "static __device__ __forceinline__ void kiln_cluster_arrive() {\n"
      "  asm volatile(\"barrier.cluster.arrive.relaxed.aligned;\" ::: \"memory\");\n}\n"},

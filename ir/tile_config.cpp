@@ -28,6 +28,7 @@ constexpr Field kFields[] = {
     {"row_threads", &TileConfig::row_threads},
     {"rows", &TileConfig::rows},
     {"stream", &TileConfig::stream},
+    {"shared_elems", &TileConfig::shared_elems},
     {"cluster", &TileConfig::cluster},
     {"cols", &TileConfig::cols},
     {"k_threads", &TileConfig::k_threads},

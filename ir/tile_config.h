@@ -4,6 +4,7 @@
 // from the shapes (heuristic). The `tile` pass assigns configs; the autotuner sweeps
 // candidates() and codegen reads the chosen one.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,10 @@ struct TileConfig {
   int row_threads = 0;
   int rows = 0;
   int stream = 0;
+  // Rows in registers may keep `shared_elems` more elements per thread in shared memory,
+  // loaded once with the registers and read again in each phase: a block then holds a
+  // longer row (rows of 65536 fp16 in 512 threads) with two blocks an SM.
+  int shared_elems = 0;
   // Rows too long for one block's registers: a thread-block cluster of `cluster` blocks
   // (sm_90) shares a row, each block a slice of row_threads threads; the blocks combine
   // their partial reductions through distributed shared memory. 0 or 1: no cluster.
@@ -87,6 +92,9 @@ TileConfig heuristic(const Kernel& k);
 void validate_row_reduce(const Kernel& k, const TileConfig& config);
 std::vector<TileConfig> row_reduce_candidates(const Kernel& k);
 TileConfig row_reduce_heuristic(const Kernel& k);
+// The dynamic shared memory of a row config: the part of the row kept there (one slice
+// of the row's register-held inputs per thread).
+int64_t row_shared_bytes(const Kernel& k, const TileConfig& config);
 
 // The col-reduce kind's rules (ir/tile_config_col_reduce.cpp).
 void validate_col_reduce(const Kernel& k, const TileConfig& config);

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 
 #include "ir/error.h"
 #include "ir/kernel.h"
@@ -21,12 +22,22 @@ constexpr int kMaxRowElems = 64;  // elements of a row one thread keeps in regis
 // What a thread's register arrays may hold: 64 registers, so that with the rest of
 // the kernel a thread stays under ~96 registers and an SM holds 20+ warps.
 constexpr int kRowRegisterBytes = 256;
-// A block's slice of a row in bytes, beyond which the heuristic splits the row over a
-// cluster: 512 threads x 64 fp16 elements, measured on the H200 at 94% of bandwidth
-// without a cluster (rows of 32768) against 86% with a cluster of 2; a cluster's blocks
-// wait for the slowest of them, which costs 8-15%.
+// A block's slice of a row in bytes, beyond which the heuristic keeps part of the row
+// in shared memory (below), or splits it over a cluster: 512 threads x 64 fp16 elements,
+// measured on the H200 at 94% of bandwidth without a cluster (rows of 32768) against 86%
+// with a cluster of 2; a cluster's blocks wait for the slowest of them, which costs 8-15%.
 constexpr int64_t kBlockSliceBytes = 65536;
-// A clustered row's slice per block: 256 threads x 64 elements, 48 registers, five
+// Rows past kBlockSliceBytes keep 64 bytes of each thread's slice in registers and the
+// rest in shared memory: one block of 512 threads up to 128 KB of row, then clusters of
+// blocks of 256 threads holding 64 KB each. Measured on the H200 (fp16 softmax, one
+// sweep): rows of 65536 in 512 threads x (32 + 96 elements) 93.5% of the copy bandwidth,
+// against 83.7% for the best cluster with the row in registers; rows of 262144 in 8 x
+// 256 threads x (32 + 96) 89.7%, against 80.8%.
+constexpr int64_t kSharedBlockBytes = 131072;
+constexpr int64_t kSharedClusterSlice = 65536;
+constexpr int kSharedRegisterBytes = 64;
+// Where the shared part does not apply (vectors under 16 bytes): a clustered row's
+// slice per block in registers: 256 threads x 64 elements, 48 registers, five
 // blocks an SM to cover each other's waits at the cluster barrier. Rows of 65536 fp16
 // on the H200: clusters of 4 x 256 threads 84%, of 8 x 128 81-86% (run to run), of
 // 2 x 512 84%.
@@ -36,6 +47,9 @@ constexpr int64_t kClusterSlice = 16384;
 constexpr int kMaxCluster = 16;
 constexpr int kMaxPortableCluster = 8;
 constexpr int kMaxBlock = 1024;
+// Shared memory one block may use on sm_90 (227 KB), less room for the reduction slots:
+// what the part of a row kept in shared memory may take.
+constexpr int64_t kMaxRowSharedBytes = 227 * 1024 - 4096;
 constexpr int64_t kMaxGrid = std::numeric_limits<int32_t>::max();
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -78,6 +92,20 @@ std::string vec_problem(const Kernel& k, const CollapsedSpace& c, const RowArgs&
   return "";
 }
 
+// The elements per thread a row held partly in shared memory keeps in registers by default.
+int default_register_elems(const RowArgs& r, int vec) {
+  return std::max(vec, kSharedRegisterBytes / std::max(1, r.register_bytes) / vec * vec);
+}
+
+bool legal(const Kernel& k, const TileConfig& c) {
+  try {
+    validate_row_reduce(k, c);
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
 int widest_vec(const Kernel& k, const CollapsedSpace& c, const RowArgs& r) {
   int vec = kMaxVectorBytes / r.widest_bytes;
   while (vec > 1 && !vec_problem(k, c, r, vec).empty()) vec /= 2;
@@ -91,6 +119,12 @@ int register_elems(int64_t n, int row_threads, int vec) {
 }  // namespace
 
 int cluster_of(const TileConfig& c) { return std::max(1, c.cluster); }
+
+int64_t row_shared_bytes(const Kernel& k, const TileConfig& c) {
+  if (c.shared_elems <= 0) return 0;
+  const RowArgs r = row_args(k, collapse(k));
+  return int64_t{c.row_threads} * c.rows * c.shared_elems * r.register_bytes;
+}
 
 void validate_row_reduce(const Kernel& k, const TileConfig& c) {
   auto fail = [&](const std::string& rule) {
@@ -125,10 +159,26 @@ void validate_row_reduce(const Kernel& k, const TileConfig& c) {
   if (c.stream == 0) {
     if (c.elems < c.vec || c.elems > kMaxRowElems || c.elems % c.vec != 0)
       fail(fmt::format("elems = {}: a thread keeps whole vectors, at most {} elements", c.elems, kMaxRowElems));
-    const int64_t held = int64_t{c.row_threads} * cluster * c.elems;
+    const int64_t held = int64_t{c.row_threads} * cluster * (c.elems + c.shared_elems);
     if (held < n)
-      fail(fmt::format("row_threads * cluster * elems = {} cannot hold a row of {} elements in registers", held, n));
+      fail(fmt::format("row_threads * cluster * (elems + shared_elems) = {} cannot hold a row of {} elements", held,
+                       n));
   }
+  if (c.shared_elems != 0) {
+    if (c.stream != 0) fail("shared_elems extends a row held in registers: stream must be 0");
+    if (c.shared_elems < 0 || c.shared_elems % c.vec != 0)
+      fail(fmt::format("shared_elems = {}: a thread keeps whole vectors in shared memory", c.shared_elems));
+    // The shared part is copied in with cp.async, 16 bytes at a time.
+    if (target_sm() < 80)
+      fail(fmt::format("copying with cp.async needs sm_80 or newer; the target is sm_{}", target_sm()));
+    for (int i : r.varying)
+      if (belongs_to_row(k, space, i) && c.vec * dtype_bytes(k.args[i].type.dtype) != 16)
+        fail(fmt::format("rows copied to shared memory move 16-byte vectors: %{} moves {} bytes per vector",
+                         k.args[i].name, c.vec * dtype_bytes(k.args[i].type.dtype)));
+  }
+  if (row_shared_bytes(k, c) > kMaxRowSharedBytes)
+    fail(fmt::format("the row's shared memory takes {} bytes; a block has {}", row_shared_bytes(k, c),
+                     kMaxRowSharedBytes));
   if (ceil_div(row_count(k), c.rows) * cluster > kMaxGrid) fail("the grid needs more blocks than the limit");
 }
 
@@ -140,6 +190,8 @@ std::vector<TileConfig> row_reduce_candidates(const Kernel& k) {
   // instructions, and every extra candidate costs the sweep a compile.
   const int vec = widest_vec(k, space, r);
   std::vector<TileConfig> out;
+  // Long rows: held partly in shared memory, or (sm_90) by clusters.
+  const bool long_rows = n * r.widest_bytes >= kBlockSliceBytes / 2;
   auto add = [&](int rt, int rows, int cluster) {
     TileConfig c;
     c.row_threads = rt;
@@ -158,8 +210,26 @@ std::vector<TileConfig> row_reduce_candidates(const Kernel& k) {
       if (ceil_div(row_count(k), rows) > kMaxGrid) continue;
       add(rt, rows, 1);
     }
+  // Long rows: part of each thread's slice in shared memory, so that a block (or a
+  // smaller cluster) holds the row with registers to spare; around the default's
+  // kSharedRegisterBytes of registers.
+  const int shared_part_elems = default_register_elems(r, vec);
+  if (long_rows)
+    for (int rt = 128; rt <= kMaxBlock; rt *= 2)
+      for (int cluster = 1; cluster <= kMaxCluster; cluster *= 2)
+        for (int elems : {shared_part_elems / 2, shared_part_elems, shared_part_elems * 2}) {
+          if (elems < vec || elems > kMaxRowElems || (cluster > kMaxPortableCluster && rt > 256)) continue;
+          TileConfig c;
+          c.row_threads = rt;
+          c.rows = 1;
+          c.vec = vec;
+          c.cluster = cluster > 1 ? cluster : 0;
+          c.elems = elems;
+          c.shared_elems = register_elems(n, rt * cluster, vec) - elems;
+          if (c.shared_elems > 0 && legal(k, c)) out.push_back(c);
+        }
   // Long rows on sm_90: clusters of 2 to 16 blocks of 128 threads or more share a row.
-  if (target_sm() >= 90 && n * r.widest_bytes >= kBlockSliceBytes / 2)
+  if (long_rows && target_sm() >= 90)
     for (int rt = 128; rt <= kMaxBlock; rt *= 2)
       for (int cluster = 2; cluster <= kMaxCluster; cluster *= 2)
         if ((cluster <= kMaxPortableCluster || rt <= 256) && ceil_div(n, int64_t{rt} * cluster * vec) >= 2 &&
@@ -168,6 +238,33 @@ std::vector<TileConfig> row_reduce_candidates(const Kernel& k) {
   return out;
 }
 
+namespace {
+
+// A row past kBlockSliceBytes held partly in shared memory, or nothing when that config
+// is not legal here (vectors under 16 bytes, an older GPU, too much shared memory).
+std::optional<TileConfig> shared_part_heuristic(const Kernel& k, int64_t n, const RowArgs& r, int vec) {
+  const int64_t row_bytes = n * r.register_bytes;
+  if (r.register_bytes == 0 || row_bytes <= kBlockSliceBytes) return std::nullopt;
+  TileConfig c;
+  c.vec = vec;
+  c.rows = 1;
+  int cluster = 1;
+  c.row_threads = 512;
+  if (row_bytes > kSharedBlockBytes) {
+    c.row_threads = 256;
+    cluster = 2;
+    while (cluster < kMaxCluster && ceil_div(row_bytes, cluster) > kSharedClusterSlice) cluster *= 2;
+    c.cluster = cluster;
+  }
+  const int total = register_elems(n, c.row_threads * cluster, vec);
+  c.elems = std::min(default_register_elems(r, vec), total);
+  c.shared_elems = total - c.elems;
+  if (c.shared_elems <= 0 || !legal(k, c)) return std::nullopt;
+  return c;
+}
+
+}  // namespace
+
 TileConfig row_reduce_heuristic(const Kernel& k) {
   const CollapsedSpace space = collapse(k);
   const int64_t n = space.dims.back();
@@ -175,6 +272,7 @@ TileConfig row_reduce_heuristic(const Kernel& k) {
   const RowArgs r = row_args(k, space);
   TileConfig c;
   c.vec = widest_vec(k, space, r);
+  if (std::optional<TileConfig> shared = shared_part_heuristic(k, n, r, c.vec)) return *shared;
   // A row longer than one block's slice is shared by a cluster (sm_90), each block
   // holding a slice in registers as a shorter row would be held.
   int cluster = 1;

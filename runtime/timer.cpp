@@ -12,15 +12,10 @@
 
 namespace kiln::runtime {
 
-namespace {
-
-constexpr unsigned kDefaultSharedLimit = 48 * 1024;  // what a kernel may use without opting in
-
-}  // namespace
-
 void launch_kernel(CUfunction function, Dim3 grid, Dim3 block, unsigned shared_bytes, const std::vector<void*>& args,
                    std::string_view name, CUstream stream) {
-  if (shared_bytes > kDefaultSharedLimit)
+  // Static and dynamic shared memory together past 48 KB need the function's opt-in.
+  if (shared_bytes > 0)
     cu::func_set_attribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(shared_bytes));
   cu::check(driver().cuLaunchKernel(function, grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes, stream,
                                     const_cast<void**>(args.data()), nullptr),

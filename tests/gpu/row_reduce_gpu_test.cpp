@@ -7,10 +7,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cmath>
 
 #include "../unit/row_reduce_test_graphs.h"
 #include "gpu_test_util.h"
+#include "reduction_bound.h"
 #include "ir/compare.h"
 #include "ir/interpreter.h"
 #include "ir/parser.h"
@@ -24,24 +24,7 @@ const long kRowLengths[] = {1, 3, 127, 128, 1000, 4096, 5120, 50257, 65536, 2621
 const char* const kDtypes[] = {"f32", "f16", "bf16"};
 constexpr long kElementsPerCase = 2 << 20;  // keeps the reference interpreter quick
 
-// A sum whose terms cancel is ill-conditioned: fp32 accumulation is exact to a few
-// ulps of the sum of |x|, not of the (small) result. The bound for sums and means grows
-// with the condition number ||sum |x| per row|| / ||sum x per row||.
-double reduction_bound(const std::string& which, const HostTensor& x, long rows, long n) {
-  const double bound = default_rel_l2_bound(x.type.dtype);
-  if (which != "sum" && which != "mean") return bound;
-  double abs2 = 0, sum2 = 0;
-  for (long r = 0; r < rows; ++r) {
-    double abs_sum = 0, sum = 0;
-    for (long j = 0; j < n; ++j) {
-      abs_sum += std::fabs(x.values[r * n + j]);
-      sum += x.values[r * n + j];
-    }
-    abs2 += abs_sum * abs_sum;
-    sum2 += sum * sum;
-  }
-  return sum2 > 0 ? bound * std::max(1.0, std::sqrt(abs2 / sum2)) : bound;
-}
+using gpu_test::reduction_bound;
 
 void expect_case_matches(const std::string& which, const std::string& dt, long rows, long n) {
   SCOPED_TRACE(which + " " + dt + " rows=" + std::to_string(rows) + " n=" + std::to_string(n));

@@ -442,8 +442,8 @@ TEST(TileConfig, UnknownAttributeIsAnError) {
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(),
-                 "tile config: unknown field 'bm' (known: threads, elems, vec, row_threads, rows, stream, cluster, "
-                 "cols, k_threads, k_split)");
+                 "tile config: unknown field 'bm' (known: threads, elems, vec, row_threads, rows, stream, "
+                 "shared_elems, cluster, cols, k_threads, k_split)");
   }
 }
 

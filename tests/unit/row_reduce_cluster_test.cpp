@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -30,19 +31,26 @@ ir::Kernel lowered(const std::string& which, const std::string& dt, long n, cons
 }
 
 TEST(RowReduceCluster, LongRowsShareAClusterOnSm90) {
-  // Up to 64 KB a block holds the row; past that blocks of 16384 elements up to a
-  // cluster of 8, then 16 blocks of 256 threads (rows of 262144).
+  // Up to 128 KB a block holds the row (past 64 KB partly in shared memory); past that
+  // clusters of blocks holding 64 KB each, up to 16 of 256 threads. Rows whose vectors
+  // are under 16 bytes keep the row in registers: blocks of 16384 elements up to a
+  // cluster of 8, then 16 blocks of 256 threads.
   EXPECT_EQ(lowered("softmax", "f16", 16384).config.cluster, 0);
   EXPECT_EQ(lowered("softmax", "f16", 32768).config.cluster, 0);
-  EXPECT_EQ(lowered("softmax", "f32", 32768).config.cluster, 2);
-  EXPECT_EQ(lowered("softmax", "f16", 65536).config.cluster, 4);
-  EXPECT_EQ(lowered("softmax", "f16", 65536).config.row_threads, 256);
-  EXPECT_EQ(lowered("layer_norm", "bf16", 262144).config.cluster, 16);
+  EXPECT_EQ(lowered("softmax", "f32", 32768).config.cluster, 0);
+  EXPECT_EQ(lowered("softmax", "f16", 65536).config.cluster, 0);
+  EXPECT_EQ(lowered("softmax", "f16", 131072).config.cluster, 4);
+  EXPECT_EQ(lowered("layer_norm", "bf16", 262144).config.cluster, 8);
+  EXPECT_EQ(lowered("layer_norm", "f32", 262144).config.cluster, 16);
   EXPECT_LE(lowered("layer_norm", "f32", 262144).config.row_threads, 256);
-  for (long n : {65536L, 262144L}) {
+  EXPECT_EQ(lowered("softmax", "f16", 65532).config.cluster, 4);
+  EXPECT_EQ(lowered("softmax", "f16", 262140).config.cluster, 16);
+  for (long n : {65536L, 65532L, 262144L, 262140L}) {
     ir::Kernel k = lowered("softmax", "f16", n);
     EXPECT_EQ(k.config.rows, 1);
-    EXPECT_GE(int64_t{k.config.row_threads} * k.config.cluster * k.config.elems, n) << k.config.str();
+    EXPECT_GE(int64_t{k.config.row_threads} * std::max(1, k.config.cluster) * (k.config.elems + k.config.shared_elems),
+              n)
+        << k.config.str();
   }
 }
 
@@ -110,6 +118,7 @@ TEST(RowReduceCluster, EveryReductionCompilesWithACluster) {
         k.config.rows = 1;
         k.config.row_threads = 256;
         k.config.stream = stream;
+        k.config.shared_elems = 0;
         k.config.elems = stream ? k.config.vec : 65536 / (256 * cluster);
         if (k.config.elems > 64) continue;
         SCOPED_TRACE(std::string(which) + " " + k.config.str());
