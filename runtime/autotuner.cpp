@@ -31,12 +31,13 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr int kMaxInputSets = 8;
-// Finalists: the candidates within 10% of the best after the first pass, at most 8,
-// timed again over 5 interleaved rounds; then candidates within 3% of the fastest
+// Finalists: the candidates within 10% of the best after the first pass, at most 16,
+// timed again over 7 interleaved rounds; then candidates within 3% of the fastest
 // count as tied: the default config wins a tie, else the first in candidate order.
+// Only finalists can be picked: a first-pass time alone never decides.
 constexpr double kFinalistMargin = 0.10;
-constexpr size_t kMaxFinalists = 8;
-constexpr int kFinalRounds = 5;
+constexpr size_t kMaxFinalists = 16;
+constexpr int kFinalRounds = 7;
 constexpr double kTie = 0.03;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
@@ -122,8 +123,10 @@ double time_candidate(const ir::Kernel& k, const Loaded& l, std::vector<ArgSet>&
 // candidates then decide near-ties, and two sweeps could pick differently. The
 // candidates within kFinalistMargin of the best are timed again in turns, several
 // rounds, and each keeps the median of its rounds: drift hits every finalist alike.
-void retime_finalists(const ir::Kernel& k, std::vector<Trial>& trials, std::vector<std::unique_ptr<Loaded>>& loaded,
-                      std::vector<ArgSet>& sets, const TuneOptions& options) {
+// Returns the finalists (none when fewer than two).
+std::vector<size_t> retime_finalists(const ir::Kernel& k, std::vector<Trial>& trials,
+                                     std::vector<std::unique_ptr<Loaded>>& loaded, std::vector<ArgSet>& sets,
+                                     const TuneOptions& options) {
   double best = kInf;
   for (const Trial& t : trials)
     if (t.status == TrialStatus::Ok) best = std::min(best, t.median_ms);
@@ -134,12 +137,22 @@ void retime_finalists(const ir::Kernel& k, std::vector<Trial>& trials, std::vect
   std::sort(finalists.begin(), finalists.end(),
             [&](size_t a, size_t b) { return trials[a].median_ms < trials[b].median_ms; });
   if (finalists.size() > kMaxFinalists) finalists.resize(kMaxFinalists);
-  if (finalists.size() < 2) return;
+  if (finalists.size() < 2) return {};
   std::vector<std::vector<double>> rounds(finalists.size());
   for (int round = 0; round < kFinalRounds; ++round)
     for (size_t f = 0; f < finalists.size(); ++f)
       rounds[f].push_back(time_candidate(k, *loaded[finalists[f]], sets, 1, options.reps));
   for (size_t f = 0; f < finalists.size(); ++f) trials[finalists[f]].median_ms = median_of(rounds[f]);
+  return finalists;
+}
+
+// The pick among the finalists (among every timed candidate when there are none).
+int choose_among(const std::vector<Trial>& trials, const std::vector<size_t>& finalists, int default_index) {
+  if (finalists.empty()) return choose_best(trials, kTie, default_index);
+  std::vector<Trial> eligible = trials;
+  for (size_t i = 0; i < eligible.size(); ++i)
+    if (std::find(finalists.begin(), finalists.end(), i) == finalists.end()) eligible[i].status = TrialStatus::NotTimed;
+  return choose_best(eligible, kTie, default_index);
 }
 
 }  // namespace
@@ -315,8 +328,8 @@ TuneResult tune_kernel(const ir::Kernel& k, const KernelReference& ref, const Tu
     }
     r.trials[index] = t;
   }
-  retime_finalists(k, r.trials, loaded, arg_sets, options);
-  r.best = choose_best(r.trials, kTie, default_index);
+  const std::vector<size_t> finalists = retime_finalists(k, r.trials, loaded, arg_sets, options);
+  r.best = choose_among(r.trials, finalists, default_index);
   if (r.best >= 0) r.kernel.config = r.trials[static_cast<size_t>(r.best)].config;
   r.wall_s = seconds_since(start);
   return r;
