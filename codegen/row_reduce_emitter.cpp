@@ -232,8 +232,8 @@ private:
     s += fmt::format("    const {} col = (({})j * {} + lane) * {};\n", idx_, idx_, lit(span()), lit(c_.vec));
     s += fmt::format("    if (active && col < {}) {{\n", lit(n_));
     for (int a : arrays)
-      s += fmt::format("      kiln_prefetch16({}, {} + base{} + col);\n", tail_slot(a), param_[a], a);
-    return s + "    }\n  }\n  kiln_prefetch_wait();\n";
+      s += fmt::format("      kiln_copy_async16({}, {} + base{} + col);\n", tail_slot(a), param_[a], a);
+    return s + "    }\n  }\n  kiln_copy_async_wait();\n";
   }
 
   std::vector<int> register_arrays() const {

@@ -182,6 +182,16 @@ constexpr Helper kHelpers[] = {
      "  __syncthreads();\n  n = slots_n[0];\n  mean = slots_mean[0];\n  m2 = slots_m2[0];\n"
      "#pragma unroll\n  for (int i = 1; i < W / 32; ++i) kiln_welford_add(n, mean, m2, slots_n[i], slots_mean[i], "
      "slots_m2[i]);\n}\n"},
+    // Rows held partly in shared memory: a 16-byte copy from global to shared memory that
+    // needs no register on the way (cp.async, sm_80; .cg skips L1, the data is read once),
+    // and the wait for all of the thread's copies, after which it reads what they wrote.
+    {"kiln_copy_async16",
+     "static __device__ __forceinline__ void kiln_copy_async16(void* shared_dst, const void* global_src) {\n"
+     "  const unsigned dst = (unsigned)__cvta_generic_to_shared(shared_dst);\n"
+     "  asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16;\" :: \"r\"(dst), \"l\"(global_src) : \"memory\");\n}\n"},
+    {"kiln_copy_async_wait",
+     "static __device__ __forceinline__ void kiln_copy_async_wait() {\n"
+     "  asm volatile(\"cp.async.wait_all;\" ::: \"memory\");\n}\n"},
     // Clusters (sm_90): a cluster's blocks share a row. Threads 0..C-1 of each block write
     // the block's partial into slot[rank] of every block of the cluster (distributed
     // shared memory); after the cluster barrier lane i of every warp reads slot i % C of
@@ -191,16 +201,6 @@ constexpr Helper kHelpers[] = {
     // waiting for each other. A block may write into another only once that one has
     // started: every kernel arrives at a barrier first and waits on it before its first
     // exchange (kiln_cluster_arrive / kiln_cluster_wait), by which time the wait is free.
-    // Persistent rows: a 16-byte copy from global to shared memory that runs while the
-    // thread goes on (cp.async, sm_80; .cg skips L1, the data is read once), and the wait
-    // for all of the thread's copies, after which it reads what they wrote.
-    {"kiln_prefetch16",
-     "static __device__ __forceinline__ void kiln_prefetch16(void* shared_dst, const void* global_src) {\n"
-     "  const unsigned dst = (unsigned)__cvta_generic_to_shared(shared_dst);\n"
-     "  asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16;\" :: \"r\"(dst), \"l\"(global_src) : \"memory\");\n}\n"},
-    {"kiln_prefetch_wait",
-     "static __device__ __forceinline__ void kiln_prefetch_wait() {\n"
-     "  asm volatile(\"cp.async.wait_all;\" ::: \"memory\");\n}\n"},
     {"kiln_cluster_arrive",
      "static __device__ __forceinline__ void kiln_cluster_arrive() {\n"
      "  asm volatile(\"barrier.cluster.arrive.relaxed.aligned;\" ::: \"memory\");\n}\n"},

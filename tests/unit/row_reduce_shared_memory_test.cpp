@@ -142,8 +142,8 @@ TEST(RowReduceSharedPart, EveryReductionCompilesWithASharedPart) {
       // Copied in with cp.async, read back in every phase's second loop.
       EXPECT_TRUE(test::contains(source, "extern __shared__ __align__(16) unsigned char kiln_row_tail[];"));
       EXPECT_TRUE(
-          test::contains(source, "kiln_prefetch16(tail0 + ((j - 8) * 512 + threadIdx.x) * 8, in_x + base0 + col);"));
-      EXPECT_TRUE(test::contains(source, "  kiln_prefetch_wait();\n"));
+          test::contains(source, "kiln_copy_async16(tail0 + ((j - 8) * 512 + threadIdx.x) * 8, in_x + base0 + col);"));
+      EXPECT_TRUE(test::contains(source, "  kiln_copy_async_wait();\n"));
       EXPECT_TRUE(test::contains(source, "for (int j = 8; j < 16; ++j) {"));
       EXPECT_TRUE(test::contains(source, "*reinterpret_cast<const kiln_vec<__half, 8>*>(tail0 + "));
       codegen::LaunchDims d = codegen::launch_dims(k);
@@ -158,7 +158,7 @@ TEST(RowReduceSharedPart, ARowInRegistersAloneHasNoSharedPart) {
   ir::Kernel k = lowered("softmax", "f16", 4096);
   std::string source = codegen::emit_cuda(k);
   EXPECT_FALSE(test::contains(source, "kiln_row_tail"));
-  EXPECT_FALSE(test::contains(source, "kiln_prefetch"));
+  EXPECT_FALSE(test::contains(source, "kiln_copy_async"));
   EXPECT_EQ(codegen::launch_dims(k).shared_bytes, 0u);
 }
 
