@@ -31,12 +31,12 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr int kMaxInputSets = 8;
-// Finalists: the candidates within 10% of the best after the first pass, at most 16,
+// Finalists: the candidates within 10% of the best after the first pass, at most 64,
 // timed again over 7 interleaved rounds; then candidates within 3% of the fastest
 // count as tied: the default config wins a tie, else the first in candidate order.
 // Only finalists can be picked: a first-pass time alone never decides.
 constexpr double kFinalistMargin = 0.10;
-constexpr size_t kMaxFinalists = 16;
+constexpr size_t kMaxFinalists = 64;
 constexpr int kFinalRounds = 7;
 constexpr double kTie = 0.03;
 

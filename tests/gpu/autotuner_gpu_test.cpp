@@ -75,7 +75,8 @@ TEST(AutotunerGpu, EveryCandidateIsCheckedAndTheBestIsFastest) {
     if (t.status == runtime::TrialStatus::Ok) {
       EXPECT_TRUE(std::isfinite(t.median_ms) && t.median_ms > 0) << t.config.str();
       EXPECT_NE(t.detail.find("ok"), std::string::npos) << "the check's verdict is kept: " << t.detail;
-      EXPECT_GE(t.median_ms * 1.02, r.trials[r.best].median_ms) << t.config.str();
+      // The pick is the fastest, or tied with it: within 3% the default config wins.
+      EXPECT_GE(t.median_ms * 1.03, r.trials[r.best].median_ms) << t.config.str();
     }
   }
   EXPECT_EQ(r.kernel.config, r.trials[r.best].config);
