@@ -207,13 +207,10 @@ private:
   // packed, half the registers of fp32), converted where each stage uses them.
   std::string register_loads() const {
     std::string s = "  // The row's inputs, kept in registers for every phase.\n";
-    const int steps = c_.elems / c_.vec;
     std::vector<int> arrays = register_arrays();
     if (arrays.empty()) return "";
     for (int a : arrays) s += fmt::format("  {} a{}[{}];\n", storage(a), a, c_.elems);
-    s += fmt::format("#pragma unroll\n  for (int j = 0; j < {}; ++j) {{\n", steps);
-    s += fmt::format("    const {} col = (({})j * {} + lane) * {};\n", idx_, idx_, lit(span()), lit(c_.vec));
-    s += fmt::format("    if (active && col < {}) {{\n", lit(n_));
+    s += vector_loop_open(0, register_steps());
     for (int a : arrays) {
       s += load_vector("      ", a, "col");
       s += fmt::format("#pragma unroll\n      for (int t = 0; t < {}; ++t) a{}[j * {} + t] = v{}.v[t];\n", c_.vec, a,
@@ -227,10 +224,7 @@ private:
     if (shared_steps() == 0) return s;
     // The rest of the thread's slice is copied to shared memory with no register on the
     // way (cp.async); only this thread reads it back, once its copies have landed.
-    s += fmt::format("#pragma unroll\n  for (int j = {}; j < {}; ++j) {{\n", register_steps(),
-                     register_steps() + shared_steps());
-    s += fmt::format("    const {} col = (({})j * {} + lane) * {};\n", idx_, idx_, lit(span()), lit(c_.vec));
-    s += fmt::format("    if (active && col < {}) {{\n", lit(n_));
+    s += vector_loop_open(register_steps(), register_steps() + shared_steps());
     for (int a : arrays)
       s += fmt::format("      kiln_copy_async16({}, {} + base{} + col);\n", tail_slot(a), param_[a], a);
     return s + "    }\n  }\n  kiln_copy_async_wait();\n";
@@ -251,7 +245,7 @@ private:
   // in shared memory); the element loops over the shared part read them from there.
   bool row_held(int arg) const { return c_.stream == 0 && ir::belongs_to_row(k_, space_, arg); }
   int register_steps() const { return c_.elems / c_.vec; }
-  int shared_steps() const { return c_.stream == 0 ? c_.shared_elems / c_.vec : 0; }
+  int shared_steps() const { return c_.shared_elems / c_.vec; }  // validate: 0 for a streamed row
 
   // The expression of op `id` with operands named r<x> (per row) or e<x> (per element).
   std::string value_expr(size_t id) const {
@@ -381,6 +375,15 @@ private:
     return out;
   }
 
+  // The opening of an unrolled loop over this thread's vectors j in [from, to) of a held
+  // row, up to the guard that skips a vector past the row's end (or an inactive row).
+  std::string vector_loop_open(int from, int to) const {
+    std::string s = from == 0 ? fmt::format("#pragma unroll\n  for (int j = 0; j < {}; ++j) {{\n", to)
+                              : fmt::format("#pragma unroll\n  for (int j = {}; j < {}; ++j) {{\n", from, to);
+    s += fmt::format("    const {} col = (({})j * {} + lane) * {};\n", idx_, idx_, lit(span()), lit(c_.vec));
+    return s + fmt::format("    if (active && col < {}) {{\n", lit(n_));
+  }
+
   // The loop over this thread's vectors of the row; `body` runs per vector with `col`.
   // A row held in registers and shared memory takes two loops, the body written for each.
   std::string element_loop(const std::function<std::string()>& body) const {
@@ -390,13 +393,7 @@ private:
                        lit(span() * c_.vec));
       return s + body() + "    }\n  }\n";
     }
-    auto loop = [&](int from, int to) {
-      std::string s = from == 0 ? fmt::format("#pragma unroll\n  for (int j = 0; j < {}; ++j) {{\n", to)
-                                : fmt::format("#pragma unroll\n  for (int j = {}; j < {}; ++j) {{\n", from, to);
-      s += fmt::format("    const {} col = (({})j * {} + lane) * {};\n", idx_, idx_, lit(span()), lit(c_.vec));
-      s += fmt::format("    if (active && col < {}) {{\n", lit(n_));
-      return s + body() + "    }\n  }\n";
-    };
+    auto loop = [&](int from, int to) { return vector_loop_open(from, to) + body() + "    }\n  }\n"; };
     std::string s = loop(0, register_steps());
     if (shared_steps() == 0) return s;
     shared_part_ = true;

@@ -120,10 +120,16 @@ int register_elems(int64_t n, int row_threads, int vec) {
 
 int cluster_of(const TileConfig& c) { return std::max(1, c.cluster); }
 
+namespace {
+
+int64_t shared_bytes(const TileConfig& c, const RowArgs& r) {
+  return c.shared_elems <= 0 ? 0 : int64_t{c.row_threads} * c.rows * c.shared_elems * r.register_bytes;
+}
+
+}  // namespace
+
 int64_t row_shared_bytes(const Kernel& k, const TileConfig& c) {
-  if (c.shared_elems <= 0) return 0;
-  const RowArgs r = row_args(k, collapse(k));
-  return int64_t{c.row_threads} * c.rows * c.shared_elems * r.register_bytes;
+  return c.shared_elems <= 0 ? 0 : shared_bytes(c, row_args(k, collapse(k)));
 }
 
 void validate_row_reduce(const Kernel& k, const TileConfig& c) {
@@ -176,8 +182,8 @@ void validate_row_reduce(const Kernel& k, const TileConfig& c) {
         fail(fmt::format("rows copied to shared memory move 16-byte vectors: %{} moves {} bytes per vector",
                          k.args[i].name, c.vec * dtype_bytes(k.args[i].type.dtype)));
   }
-  if (row_shared_bytes(k, c) > kMaxRowSharedBytes)
-    fail(fmt::format("the row's shared memory takes {} bytes; a block has {}", row_shared_bytes(k, c),
+  if (shared_bytes(c, r) > kMaxRowSharedBytes)
+    fail(fmt::format("the row's shared memory takes {} bytes; a block has {}", shared_bytes(c, r),
                      kMaxRowSharedBytes));
   if (ceil_div(row_count(k), c.rows) * cluster > kMaxGrid) fail("the grid needs more blocks than the limit");
 }

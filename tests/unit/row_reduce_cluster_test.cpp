@@ -11,24 +11,14 @@
 #include "codegen_test_util.h"
 #include "ir/error.h"
 #include "ir/kernel.h"
-#include "ir/parser.h"
 #include "ir/tile_config.h"
-#include "passes/lower.h"
-#include "passes/pass_manager.h"
-#include "row_reduce_test_graphs.h"
+#include "row_reduce_test_kernels.h"
 #include "runtime/program.h"
 
 namespace kiln {
 namespace {
 
-ir::Kernel lowered(const std::string& which, const std::string& dt, long n, const std::string& rows = "3") {
-  ir::Graph g = ir::parse(row_reduce_test::graph_text(which, dt, rows, n), "cluster_test");
-  passes::PassManager pm(std::string(runtime::kCompilePipeline));
-  pm.run(g);
-  std::vector<ir::Kernel> ks = passes::lower(g).kernels;
-  EXPECT_EQ(ks.size(), 1u);
-  return ks.at(0);
-}
+using row_reduce_test::lowered;
 
 TEST(RowReduceCluster, LongRowsShareAClusterOnSm90) {
   // Up to 128 KB a block holds the row (past 64 KB partly in shared memory); past that
@@ -97,12 +87,7 @@ TEST(RowReduceCluster, RulesNameWhatIsWrong) {
 
 TEST(RowReduceCluster, CandidatesIncludeClustersForLongRowsOnly) {
   auto clustered = [](const ir::Kernel& k) {
-    int count = 0;
-    for (const ir::TileConfig& c : ir::candidates(k)) {
-      EXPECT_NO_THROW(ir::validate(k, c)) << c.str();
-      count += c.cluster > 1;
-    }
-    return count;
+    return row_reduce_test::count_candidates(k, [](const ir::TileConfig& c) { return c.cluster > 1; });
   };
   EXPECT_EQ(clustered(lowered("softmax", "f16", 4096)), 0);
   EXPECT_GT(clustered(lowered("softmax", "f16", 65536)), 0);

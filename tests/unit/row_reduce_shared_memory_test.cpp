@@ -13,24 +13,14 @@
 #include "codegen_test_util.h"
 #include "ir/error.h"
 #include "ir/kernel.h"
-#include "ir/parser.h"
 #include "ir/tile_config.h"
-#include "passes/lower.h"
-#include "passes/pass_manager.h"
-#include "row_reduce_test_graphs.h"
+#include "row_reduce_test_kernels.h"
 #include "runtime/program.h"
 
 namespace kiln {
 namespace {
 
-ir::Kernel lowered(const std::string& which, const std::string& dt, long n, const std::string& rows = "301") {
-  ir::Graph g = ir::parse(row_reduce_test::graph_text(which, dt, rows, n), "shared_memory_test");
-  passes::PassManager pm(std::string(runtime::kCompilePipeline));
-  pm.run(g);
-  std::vector<ir::Kernel> ks = passes::lower(g).kernels;
-  EXPECT_EQ(ks.size(), 1u);
-  return ks.at(0);
-}
+using row_reduce_test::lowered;
 
 // `elems` of each thread's slice in registers, the rest of a row of n in shared memory.
 ir::TileConfig shared_part(int row_threads, int cluster, int elems, int vec, long n) {
@@ -80,12 +70,7 @@ TEST(RowReduceSharedPart, RulesNameWhatIsWrong) {
 
 TEST(RowReduceSharedPart, CandidatesOfferItForLongRowsOnly) {
   auto count = [](const ir::Kernel& k) {
-    int n = 0;
-    for (const ir::TileConfig& c : ir::candidates(k)) {
-      EXPECT_NO_THROW(ir::validate(k, c)) << c.str();
-      n += c.shared_elems > 0;
-    }
-    return n;
+    return row_reduce_test::count_candidates(k, [](const ir::TileConfig& c) { return c.shared_elems > 0; });
   };
   EXPECT_EQ(count(lowered("softmax", "f16", 4096)), 0);
   EXPECT_GT(count(lowered("softmax", "f16", 65536)), 0);
@@ -121,7 +106,7 @@ TEST(RowReduceSharedPart, TheDefaultIsACandidate) {
     for (const char* which : {"softmax", "add_rms_norm", "layer_norm", "sum"})
       for (const char* dt : {"f16", "f32"})
         for (long n : {4096L, 32768L, 65536L, 262144L}) {
-          ir::Kernel k = lowered(which, dt, n, "3");
+          ir::Kernel k = lowered(which, dt, n);
           const std::vector<ir::TileConfig> all = ir::candidates(k);
           EXPECT_NE(std::find(all.begin(), all.end(), k.config), all.end())
               << arch << " " << which << " " << dt << " " << n << ": " << k.config.str();
