@@ -380,8 +380,15 @@ private:
   std::string vector_loop_open(int from, int to) const {
     std::string s = from == 0 ? fmt::format("#pragma unroll\n  for (int j = 0; j < {}; ++j) {{\n", to)
                               : fmt::format("#pragma unroll\n  for (int j = {}; j < {}; ++j) {{\n", from, to);
-    s += fmt::format("    const {} col = (({})j * {} + lane) * {};\n", idx_, idx_, lit(span()), lit(c_.vec));
-    return s + fmt::format("    if (active && col < {}) {{\n", lit(n_));
+    // Vectors j < whole lie inside the row for every lane: only those past it need the
+    // end-of-row test, and the unrolled loop drops it from the others (a loop over the
+    // shared part may then not read `col` at all).
+    const int64_t whole = n_ / (span() * c_.vec);
+    s += fmt::format("    {}const {} col = (({})j * {} + lane) * {};\n", whole >= to ? "[[maybe_unused]] " : "", idx_,
+                     idx_, lit(span()), lit(c_.vec));
+    if (whole >= to) return s + "    if (active) {\n";
+    if (whole <= from) return s + fmt::format("    if (active && col < {}) {{\n", lit(n_));
+    return s + fmt::format("    if (active && (j < {} || col < {})) {{\n", whole, lit(n_));
   }
 
   // The loop over this thread's vectors of the row; `body` runs per vector with `col`.
@@ -465,8 +472,8 @@ private:
       s += fmt::format("#pragma unroll\n{}for (int t = 0; t < {}; ++t) top{} = kiln_max(top{}, xs{}[t]);\n", in, v,
                        r, r, r);
       s += fmt::format("{}const float shift{} = kiln_lse_base(top{});\n", in, r, r);
-      s += fmt::format("{}float part{} = 0.0f;\n", in, r);
-      s += fmt::format("#pragma unroll\n{}for (int t = 0; t < {}; ++t) part{} += kiln_lse_exp(xs{}[t], shift{});\n", in,
+      s += fmt::format("{}float part{} = kiln_lse_exp(xs{}[0], shift{});\n", in, r, r, r);
+      s += fmt::format("#pragma unroll\n{}for (int t = 1; t < {}; ++t) part{} += kiln_lse_exp(xs{}[t], shift{});\n", in,
                        v, r, r, r);
       s += fmt::format("{}lse_sum{} = lse_sum{} * kiln_lse_exp(lse_max{}, shift{}) + part{};\n", in, r, r, r, r, r);
       return s + fmt::format("{}lse_max{} = top{};\n", in, r, r);

@@ -70,6 +70,17 @@ TEST(RowReduceCodegen, SoftmaxUsesVectorLoadsAndWarpShuffles) {
   EXPECT_FALSE(contains(s, "atomic")) << s;
 }
 
+TEST(RowReduceCodegen, OnlyVectorsPastTheLastWholeOneTestTheEndOfTheRow) {
+  // Rows of 4096 f16 are whole vectors for every lane: no end-of-row test at all.
+  std::string whole = source_of(row_reduce_test::graph_text("softmax", "f16", "64", 4096));
+  EXPECT_TRUE(contains(whole, "    if (active) {\n")) << whole;
+  EXPECT_FALSE(contains(whole, "col < 4096u")) << whole;
+  // Rows of 4000: vectors up to the last whole one skip the test, the rest keep it.
+  std::string part = source_of(row_reduce_test::graph_text("softmax", "f16", "64", 4000));
+  EXPECT_TRUE(contains(part, "|| col < 4000u)) {")) << part;
+  EXPECT_FALSE(contains(part, "if (active && col < 4000u)")) << part;
+}
+
 TEST(RowReduceCodegen, LongRowsUseSharedMemoryAcrossWarps) {
   std::string s = source_of(row_reduce_test::graph_text("rms_norm", "bf16", "2", 8192));
   EXPECT_TRUE(contains(s, "__shared__ float kiln_slots")) << s;
