@@ -22,8 +22,9 @@
 // the same butterfly over C lanes, so all C blocks hold the same bits and none waits for
 // another at its end.
 // Two reductions keep more than one accumulator, updated once per vector of V elements:
-// logsumexp a running (max, sum of exp(x - max)) pair, rescaled once per vector by the
-// change of its max; var Welford's (count, mean, squared deviations), the vector's own
+// logsumexp a (max, sum of exp(x - max)) pair, the max of a held row taken first over
+// the thread's part (so the sum needs no rescale), a streamed row's rescaled once per
+// vector by the change of its max; var Welford's (count, mean, squared deviations), the vector's own
 // mean and deviations merged in by Chan's formula. Both combine across threads with the
 // pair / triple helpers of scalar_emit, in a fixed order.
 #include "codegen/row_reduce_emitter.h"
@@ -466,6 +467,15 @@ private:
   std::string vector_update(int r, const std::string& in) const {
     const int v = c_.vec;
     std::string s;
+    if (k_.body[r].op == ir::OpKind::ReduceLogSumExp && max_first(r)) {
+      auto term = [&](const std::string& t) {
+        return one_fma_exp(r) ? fmt::format("kiln_ex2(fmaf(xs{}[{}], 1.44269504088896341f, -hi{}))", r, t, r)
+                              : fmt::format("kiln_lse_exp(xs{}[{}], shift{})", r, t, r);
+      };
+      s += fmt::format("{}float part{} = {};\n", in, r, term("0"));
+      s += fmt::format("#pragma unroll\n{}for (int t = 1; t < {}; ++t) part{} += {};\n", in, v, r, term("t"));
+      return s + fmt::format("{}lse_sum{} += part{};\n", in, r, r);
+    }
     if (k_.body[r].op == ir::OpKind::ReduceLogSumExp) {
       // The vector's max first, so the running sum is rescaled once, not once per element.
       s += fmt::format("{}float top{} = lse_max{};\n", in, r, r);
@@ -488,6 +498,65 @@ private:
                      "xs{}[t] - vmean{}, vm2{});\n", in, v, r, r, r, r, r, r);
     return s + fmt::format("{}kiln_welford_add(w_n{}, w_mean{}, w_m2{}, {}, vmean{}, vm2{});\n", in, r, r, r,
                            const_expr(DType::f32, v), r, r);
+  }
+
+  // The held load whose values logsumexp `r` reduces, widened exactly to f32 (softmax's
+  // cast of its fp16 / bf16 row, or an f32 row as it is), or -1.
+  int held_operand(int r) const {
+    int x = k_.body[r].operands[0];
+    const ir::ScalarOp* op = &k_.body[x];
+    if (op->kind == ScalarKind::Op && op->op == ir::OpKind::Cast && op->dtype == DType::f32) {
+      x = op->operands[0];
+      op = &k_.body[x];
+    }
+    const bool exact = op->dtype == DType::f32 || op->dtype == DType::f16 || op->dtype == DType::bf16;
+    const bool held = op->kind == ScalarKind::Load && !uniform_[x] && row_held(op->arg) && varying(op->arg);
+    return exact && held ? x : -1;
+  }
+
+  // A logsumexp over a held row takes the thread's max over its part of the row before
+  // the exp sum, so no vector pays a rescale (an exp, a compare and a select): the max
+  // runs on the values as stored, two fp16 / bf16 values an instruction.
+  bool max_first(int r) const { return k_.body[r].op == ir::OpKind::ReduceLogSumExp && held_operand(r) >= 0; }
+
+  // With the shift known before the sum, an fp16 row's terms take one FFMA each:
+  // 2^(x * log2(e) - hi), hi = shift * log2(e) rounded. Every term is then off by the
+  // same factor 2^lo (lo = shift * log2(e) - hi, exact by an FMA), taken out of the
+  // thread's sum once. fp16 only: |x| * log2(e) < 94548 never overflows, where a bf16
+  // or f32 max could.
+  bool one_fma_exp(int r) const { return max_first(r) && k_.body[held_operand(r)].dtype == DType::f16; }
+
+  // The loop that sets lse_max<r> to the max of this thread's held values of the row,
+  // and the shift that the exp sum then subtracts.
+  std::string thread_max(int r) const {
+    const int x = held_operand(r), a = k_.body[x].arg;
+    const DType t = k_.body[x].dtype;
+    const bool packed = (t == DType::f16 || t == DType::bf16) && c_.vec % 2 == 0;
+    auto element = [&](const std::string& i) {
+      return in_registers(a) ? fmt::format("a{}[j * {} + {}]", a, c_.vec, i) : fmt::format("v{}.v[{}]", a, i);
+    };
+    const bool f16 = t == DType::f16;
+    // Read inside the loop: the shared part's loop reads the vector from shared memory.
+    auto update = [&] {
+      if (!packed) return fmt::format("lse_max{} = kiln_max(lse_max{}, {})", r, r, load_expr(t, element("t")));
+      return fmt::format("top{} = __hmax2_nan(top{}, {}({}, {}))", r, r, f16 ? "__halves2half2" : "__halves2bfloat162",
+                         element("t"), element("t + 1"));
+    };
+    const std::string in = "      ";
+    std::string s = "  // The thread's max first, so that the exp sum needs no rescale.\n";
+    if (packed)
+      s += fmt::format("  {} top{} = {}(__int_as_float(0xff800000));\n", f16 ? "__half2" : "__nv_bfloat162", r,
+                       f16 ? "__float2half2_rn" : "__float2bfloat162_rn");
+    s += element_loop([&] {
+      return stream_loads({static_cast<size_t>(x)}, in) +
+             fmt::format("#pragma unroll\n{}for (int t = 0; t < {}; t += {}) {};\n", in, c_.vec, packed ? 2 : 1,
+                         update());
+    });
+    if (packed) s += fmt::format("  lse_max{} = kiln_max(__low2float(top{}), __high2float(top{}));\n", r, r, r);
+    s += fmt::format("  const float shift{} = kiln_lse_base(lse_max{});\n", r, r);
+    if (!one_fma_exp(r)) return s;
+    s += fmt::format("  const float hi{} = shift{} * 1.44269504088896341f;\n", r, r);
+    return s + fmt::format("  const float lo{} = fmaf(shift{}, 1.44269504088896341f, -hi{});\n", r, r, r);
   }
 
   // Combines the row's threads' accumulators of reduction `r` and defines its value r<r>.
@@ -541,6 +610,8 @@ private:
       }
     std::string s = fmt::format("  // Phase {}: accumulate in fp32, then across the row's threads.\n", phase);
     for (int r : reduces) s += declare_accumulators(r);
+    for (int r : reduces)
+      if (max_first(r)) s += thread_max(r);
     std::vector<size_t> cone = element_cone(operands);
     const std::string in = "        ";
     auto make_body = [&] {
@@ -561,6 +632,8 @@ private:
       return body;
     };
     s += element_loop(make_body);
+    for (int r : reduces)
+      if (one_fma_exp(r)) s += fmt::format("  lse_sum{} *= kiln_ex2(-lo{});  // every term was 2^lo too large\n", r, r);
     if (phase == 0 && cluster() > 1) s += "  kiln_cluster_wait();  // every block of the cluster has started\n";
     for (int r : reduces) {
       s += finish_reduction(r);

@@ -1,10 +1,12 @@
 // The one-phase row kernels on the GPU against the reference interpreter: row
 // logsumexp and var alone, softmax on inputs where a naive exp overflows (offset by
-// 1000) and with -inf entries (masked scores), LayerNorm on rows far from zero, and
+// 1000) and with -inf entries (masked scores), fp16 softmax near the largest fp16
+// values, LayerNorm on rows far from zero, and
 // every kind of tile config (sub-warp, warp and block rows; in registers and
 // streamed). Each run is also compared bit for bit with a second run.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -62,23 +64,62 @@ TEST(OnlineReduceGpu, RowLogSumExpAndVar) {
 TEST(OnlineReduceGpu, SoftmaxOfLargeAndMaskedScores) {
   KILN_REQUIRE_GPU();
   const double inf = std::numeric_limits<double>::infinity();
-  for (long n : {1000L, 8192L, 262144L}) {
-    SCOPED_TRACE("n=" + std::to_string(n));
-    ir::Graph g = ir::parse(row_reduce_test::graph_text("softmax", "f32", "5", n), "online_reduce_gpu_test");
-    runtime::Program program = runtime::Program::compile(g);
-    std::vector<HostTensor> inputs = ir::random_inputs(g, 9);
-    // Rows 0-1 near +1000 (exp overflows fp32 there), row 2 near -1000, rows 3-4 with
-    // every third score masked to -inf (row 4 keeps only its last score).
-    for (long j = 0; j < n; ++j) {
-      std::vector<double>& v = inputs[0].values;
-      v[j] += 1000;
-      v[n + j] += 1000;
-      v[2 * n + j] -= 1000;
-      if (j % 3 == 0) v[3 * n + j] = -inf;
-      if (j + 1 < n) v[4 * n + j] = -inf;
+  for (const char* dt : {"f32", "f16"}) {
+    for (long n : {1000L, 8192L, 262144L}) {
+      SCOPED_TRACE(std::string(dt) + " n=" + std::to_string(n));
+      ir::Graph g = ir::parse(row_reduce_test::graph_text("softmax", dt, "5", n), "online_reduce_gpu_test");
+      runtime::Program program = runtime::Program::compile(g);
+      std::vector<HostTensor> inputs = ir::random_inputs(g, 9);
+      // Rows 0-1 near +1000 (exp overflows fp32 there), row 2 near -1000, rows 3-4 with
+      // every third score masked to -inf (row 4 keeps only its last score).
+      for (long j = 0; j < n; ++j) {
+        std::vector<double>& v = inputs[0].values;
+        v[j] += 1000;
+        v[n + j] += 1000;
+        v[2 * n + j] -= 1000;
+        if (j % 3 == 0) v[3 * n + j] = -inf;
+        if (j + 1 < n) v[4 * n + j] = -inf;
+      }
+      inputs[0] = HostTensor(inputs[0].type, inputs[0].values);
+      expect_program_matches(program, g, inputs);
     }
-    inputs[0] = HostTensor(inputs[0].type, inputs[0].values);
-    expect_program_matches(program, g, inputs);
+  }
+}
+
+// fp16 maxima M whose M * log2(e) rounds to fp32 farthest from its exact value (by
+// close to 2^-8, where it passes 2^16): an exp sum off by that rounding would be off
+// by 0.27% in every output.
+std::vector<double> maxima_that_round_worst(size_t count) {
+  const double log2e = static_cast<float>(1.44269504088896341);
+  std::vector<std::pair<double, double>> by_error;
+  for (double m = 32768; m <= 65504; m += 32) {  // consecutive fp16 values
+    const double exact = m * log2e;
+    by_error.push_back({-std::fabs(exact - static_cast<float>(exact)), m});
+  }
+  std::sort(by_error.begin(), by_error.end());
+  std::vector<double> out;
+  for (size_t i = 0; i < count; ++i) out.push_back(by_error[i].second);
+  return out;
+}
+
+TEST(OnlineReduceGpu, Fp16SoftmaxNearTheLargestValues) {
+  KILN_REQUIRE_GPU();
+  const std::vector<double> maxima = maxima_that_round_worst(4);
+  for (long n : {4099L, 262144L}) {
+    SCOPED_TRACE("n=" + std::to_string(n));
+    ir::Graph g = ir::parse(row_reduce_test::graph_text("softmax", "f16", "4", n), "online_reduce_gpu_test");
+    runtime::Program program = runtime::Program::compile(g);
+    std::vector<HostTensor> inputs = ir::random_inputs(g, 3);
+    // Row r: every 64th element at its maximum, the rest one fp16 step (32) below, so
+    // each output is 64 / n or about 1e-14 times that: normal fp16 values, no ties.
+    std::vector<double>& v = inputs[0].values;
+    for (long r = 0; r < 4; ++r)
+      for (long j = 0; j < n; ++j) v[r * n + j] = maxima[r] - (j % 64 == 0 ? 0 : 32);
+    inputs[0] = HostTensor(inputs[0].type, v);
+    std::vector<HostTensor> want = ir::evaluate(g, inputs), got = program.run(inputs);
+    // fp16 rounding of the outputs alone is 3e-4; the 1e-2 default would hide 0.27%.
+    Comparison c = compare(got[0], want[0], 1e-3);
+    EXPECT_TRUE(c.passed) << c.str();
   }
 }
 

@@ -81,6 +81,42 @@ TEST(RowReduceCodegen, OnlyVectorsPastTheLastWholeOneTestTheEndOfTheRow) {
   EXPECT_FALSE(contains(part, "if (active && col < 4000u)")) << part;
 }
 
+TEST(RowReduceCodegen, EveryLogSumExpDtypeAndRowLengthCompiles) {
+  // Held rows take the thread's max first (packed for fp16 / bf16 vectors, one value at a
+  // time otherwise); streamed rows keep the running rescale.
+  std::vector<ir::Kernel> all;
+  int id = 0;
+  for (const char* dt : {"f32", "f16", "bf16"})
+    for (long n : {1L, 3L, 127L, 4096L, 65536L, 262144L})
+      for (ir::Kernel& k : kernels_of(row_reduce_test::graph_text("logsumexp", dt, "3", n), "l" + std::to_string(id++)))
+        all.push_back(std::move(k));
+  expect_compiles(all, "row_logsumexp_all.cu");
+}
+
+TEST(RowReduceCodegen, HeldLogSumExpTakesTheThreadsMaxBeforeItsSum) {
+  std::string f16 = source_of(row_reduce_test::graph_text("logsumexp", "f16", "3", 4096));
+  EXPECT_TRUE(contains(f16, "= __hmax2_nan(top")) << f16;
+  EXPECT_TRUE(contains(f16, "kiln_ex2(fmaf(xs")) << f16;
+  EXPECT_TRUE(contains(f16, "*= kiln_ex2(-lo")) << f16;
+  EXPECT_FALSE(contains(f16, "* kiln_lse_exp(lse_max")) << f16;  // no rescale per vector
+  // bf16 and f32 maxima times log2(e) could overflow: their terms keep the subtraction.
+  std::string bf16 = source_of(row_reduce_test::graph_text("logsumexp", "bf16", "3", 4096));
+  EXPECT_TRUE(contains(bf16, "__halves2bfloat162(")) << bf16;
+  EXPECT_TRUE(contains(bf16, "+= kiln_lse_exp(xs")) << bf16;
+  EXPECT_FALSE(contains(bf16, "kiln_ex2(-lo")) << bf16;
+  std::string f32 = source_of(row_reduce_test::graph_text("logsumexp", "f32", "3", 4096));
+  EXPECT_TRUE(contains(f32, " = kiln_max(lse_max")) << f32;
+  EXPECT_FALSE(contains(f32, "* kiln_lse_exp(lse_max")) << f32;
+}
+
+TEST(RowReduceCodegen, StreamedLogSumExpRescalesItsRunningSumPerVector) {
+  const ir::TargetScope target("sm_80");  // no cluster to spread the row over
+  std::string s = source_of(row_reduce_test::graph_text("logsumexp", "f16", "1", 262144));
+  EXPECT_TRUE(contains(s, "re-read in each phase")) << s;
+  EXPECT_TRUE(contains(s, "* kiln_lse_exp(lse_max")) << s;
+  EXPECT_FALSE(contains(s, "__hmax2_nan")) << s;
+}
+
 TEST(RowReduceCodegen, LongRowsUseSharedMemoryAcrossWarps) {
   std::string s = source_of(row_reduce_test::graph_text("rms_norm", "bf16", "2", 8192));
   EXPECT_TRUE(contains(s, "__shared__ float kiln_slots")) << s;
