@@ -132,6 +132,18 @@ TEST(RowReduceTile, ShortRowsShareABlock) {
   EXPECT_EQ(c.row_threads * c.rows, 128);
 }
 
+TEST(RowReduceTile, ShortRowsWrittenWholeGoOneWarpABlock) {
+  // softmax and the norms write whole rows: blocks of one warp; a reduction alone keeps
+  // blocks of 128 threads (ShortRowsShareABlock).
+  for (const char* which : {"softmax", "layer_norm", "add_rms_norm"}) {
+    ir::TileConfig c = case_kernel(which, "f16", 128).config;
+    EXPECT_EQ(c.row_threads * c.rows, 32) << which << " " << c.str();
+  }
+  ir::TileConfig whole = case_kernel("softmax", "f16", 1024).config;
+  EXPECT_EQ(whole.row_threads, 32);
+  EXPECT_EQ(whole.rows, 1);
+}
+
 TEST(RowReduceTile, RowsThatDoNotFitInRegistersAreStreamed) {
   const ir::TargetScope target("sm_80");  // no cluster to spread the row over
   ir::TileConfig c = case_kernel("softmax", "f32", 262144, "1").config;
