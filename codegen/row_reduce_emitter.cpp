@@ -47,6 +47,9 @@ using ir::ScalarKind;
 
 namespace {
 
+// log2(e) as a float literal, as the exp sum's terms multiply by it.
+constexpr const char* kLog2e = "1.44269504088896341f";
+
 
 class RowReduceEmitter {
 public:
@@ -248,6 +251,12 @@ private:
   int register_steps() const { return c_.elems / c_.vec; }
   int shared_steps() const { return c_.shared_elems / c_.vec; }  // validate: 0 for a streamed row
 
+  // Element `t` of this thread's current vector of input `arg`, as stored: in its register
+  // array, else in the vector v<arg> that load_vector read.
+  std::string vector_element(int arg, const std::string& t) const {
+    return in_registers(arg) ? fmt::format("a{}[j * {} + {}]", arg, c_.vec, t) : fmt::format("v{}.v[{}]", arg, t);
+  }
+
   // The expression of op `id` with operands named r<x> (per row) or e<x> (per element).
   std::string value_expr(size_t id) const {
     const ir::ScalarOp& op = k_.body[id];
@@ -255,8 +264,7 @@ private:
     switch (op.kind) {
       case ScalarKind::Load: {
         if (uniform_[id]) return load_expr(op.dtype, fmt::format("{}[base{}]", param_[op.arg], op.arg));
-        if (in_registers(op.arg)) return load_expr(op.dtype, fmt::format("a{}[j * {} + t]", op.arg, c_.vec));
-        return load_expr(op.dtype, fmt::format("v{}.v[t]", op.arg));
+        return load_expr(op.dtype, vector_element(op.arg, "t"));
       }
       case ScalarKind::Const: return const_expr(op.dtype, op.value);
       case ScalarKind::Index: {
@@ -467,9 +475,9 @@ private:
   std::string vector_update(int r, const std::string& in) const {
     const int v = c_.vec;
     std::string s;
-    if (k_.body[r].op == ir::OpKind::ReduceLogSumExp && max_first(r)) {
+    if (max_first(r)) {
       auto term = [&](const std::string& t) {
-        return one_fma_exp(r) ? fmt::format("kiln_ex2(fmaf(xs{}[{}], 1.44269504088896341f, -hi{}))", r, t, r)
+        return one_fma_exp(r) ? fmt::format("kiln_ex2(fmaf(xs{}[{}], {}, -hi{}))", r, t, kLog2e, r)
                               : fmt::format("kiln_lse_exp(xs{}[{}], shift{})", r, t, r);
       };
       s += fmt::format("{}float part{} = {};\n", in, r, term("0"));
@@ -532,15 +540,12 @@ private:
     const int x = held_operand(r), a = k_.body[x].arg;
     const DType t = k_.body[x].dtype;
     const bool packed = (t == DType::f16 || t == DType::bf16) && c_.vec % 2 == 0;
-    auto element = [&](const std::string& i) {
-      return in_registers(a) ? fmt::format("a{}[j * {} + {}]", a, c_.vec, i) : fmt::format("v{}.v[{}]", a, i);
-    };
     const bool f16 = t == DType::f16;
     // Read inside the loop: the shared part's loop reads the vector from shared memory.
     auto update = [&] {
-      if (!packed) return fmt::format("lse_max{} = kiln_max(lse_max{}, {})", r, r, load_expr(t, element("t")));
+      if (!packed) return fmt::format("lse_max{} = kiln_max(lse_max{}, {})", r, r, value_expr(x));
       return fmt::format("top{} = __hmax2_nan(top{}, {}({}, {}))", r, r, f16 ? "__halves2half2" : "__halves2bfloat162",
-                         element("t"), element("t + 1"));
+                         vector_element(a, "t"), vector_element(a, "t + 1"));
     };
     const std::string in = "      ";
     std::string s = "  // The thread's max first, so that the exp sum needs no rescale.\n";
@@ -555,8 +560,8 @@ private:
     if (packed) s += fmt::format("  lse_max{} = kiln_max(__low2float(top{}), __high2float(top{}));\n", r, r, r);
     s += fmt::format("  const float shift{} = kiln_lse_base(lse_max{});\n", r, r);
     if (!one_fma_exp(r)) return s;
-    s += fmt::format("  const float hi{} = shift{} * 1.44269504088896341f;\n", r, r);
-    return s + fmt::format("  const float lo{} = fmaf(shift{}, 1.44269504088896341f, -hi{});\n", r, r, r);
+    s += fmt::format("  const float hi{} = shift{} * {};\n", r, r, kLog2e);
+    return s + fmt::format("  const float lo{} = fmaf(shift{}, {}, -hi{});\n", r, r, kLog2e, r);
   }
 
   // Combines the row's threads' accumulators of reduction `r` and defines its value r<r>.
