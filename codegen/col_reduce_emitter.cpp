@@ -224,7 +224,8 @@ private:
         if (op.op == ir::OpKind::ReduceMean) v = fmt::format("{} / {}", v, const_expr(DType::f32, k_count_));
         return v;
       }
-      case ScalarKind::Store: break;
+      case ScalarKind::Store:
+      case ScalarKind::Acc: break;
     }
     throw Error(fmt::format("kernel @{}: op %{} has no value expression", k_.name, id));
   }

@@ -7,6 +7,8 @@
 #include <set>
 
 #include "codegen/col_reduce_emitter.h"
+#include "codegen/gemm_emitter.h"
+#include "codegen/gemm_helpers.h"
 #include "codegen/pointwise_emitter.h"
 #include "codegen/row_reduce_emitter.h"
 #include "codegen/scalar_emit.h"
@@ -21,6 +23,12 @@ bool uses_dtype(const ir::Kernel& k, DType t) {
     if (a.type.dtype == t) return true;
   for (const ir::ScalarOp& op : k.body)
     if (op.dtype == t) return true;
+  if (k.kind == ir::KernelKind::Gemm) {
+    if (k.gemm.operand_dtype == t) return true;
+    for (const ir::GemmOperand* op : {&k.gemm.a, &k.gemm.b})
+      for (const ir::ScalarOp& p : op->prologue)
+        if (p.dtype == t) return true;
+  }
   return false;
 }
 
@@ -29,6 +37,7 @@ std::string emit_kernel(const ir::Kernel& k) {
     case ir::KernelKind::Pointwise: return emit_pointwise(k);
     case ir::KernelKind::RowReduce: return emit_row_reduce(k);
     case ir::KernelKind::ColReduce: return emit_col_reduce(k);
+    case ir::KernelKind::Gemm: return emit_gemm(k);
   }
   throw Error(fmt::format("kernel @{}: no emitter for kind {}", k.name, ir::kernel_kind_name(k.kind)));
 }
@@ -40,6 +49,7 @@ LaunchDims launch_dims(const ir::Kernel& k) {
     case ir::KernelKind::Pointwise: return pointwise_launch_dims(k);
     case ir::KernelKind::RowReduce: return row_reduce_launch_dims(k);
     case ir::KernelKind::ColReduce: return col_reduce_launch_dims(k);
+    case ir::KernelKind::Gemm: return gemm_launch_dims(k);
   }
   throw Error(fmt::format("kernel @{}: no launch rule for kind {}", k.name, ir::kernel_kind_name(k.kind)));
 }
@@ -61,7 +71,7 @@ std::string emit_cuda(const std::vector<ir::Kernel>& kernels) {
   if (bf16) s += "#include <cuda_bf16.h>\n";
   s += "\n// N consecutive elements moved as one aligned access (16 bytes when sizeof(T) * N == 16).\n";
   s += "template <class T, int N> struct alignas(sizeof(T) * N) kiln_vec { T v[N]; };\n";
-  std::string helpers = helper_definitions(code);
+  std::string helpers = helper_definitions(code) + gemm_helper_definitions(code);
   if (!helpers.empty()) s += "\n" + helpers;
   return s + code;
 }

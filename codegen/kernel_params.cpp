@@ -21,6 +21,13 @@ std::vector<std::string> param_names(const ir::Kernel& k) {
   return names;
 }
 
+bool is_c_identifier(const std::string& s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  for (char ch : s)
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_') return false;
+  return true;
+}
+
 bool needs_wide_index(const ir::Kernel& k) {
   constexpr int64_t kWideIndex = int64_t{1} << 31;
   bool wide = k.numel() >= kWideIndex;

@@ -15,7 +15,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
+
 #include <initializer_list>
 #include <set>
 
@@ -142,6 +142,8 @@ private:
           continue;
         case ScalarKind::Reduce:  // ir::verify rejects it in a pointwise kernel
           throw Error(fmt::format("kernel @{}: a pointwise kernel cannot reduce", k_.name));
+        case ScalarKind::Acc:  // ir::verify rejects it outside a gemm kernel
+          throw Error(fmt::format("kernel @{}: a pointwise kernel has no accumulator", k_.name));
       }
       s += fmt::format("  const {} r{} = {};\n", register_type(op.dtype), id, value);
     }
@@ -316,13 +318,6 @@ private:
   std::vector<Access> indices_;        // per Index op
 };
 
-bool is_identifier(const std::string& s) {
-  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
-  for (char ch : s)
-    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_') return false;
-  return true;
-}
-
 }  // namespace
 
 LaunchDims pointwise_launch_dims(const Kernel& k) {
@@ -338,7 +333,7 @@ LaunchDims pointwise_launch_dims(const Kernel& k) {
 std::string emit_pointwise(const Kernel& k) {
   ir::verify(k);
   ir::validate(k, k.config);
-  if (!is_identifier(k.name))
+  if (!is_c_identifier(k.name))
     throw Error(fmt::format("kernel @{}: its name must be a C identifier to name a CUDA function", k.name));
   return PointwiseEmitter(k).emit();
 }

@@ -305,7 +305,8 @@ private:
         return op_expr(op.op, op.attrs, op.dtype, types, names);
       }
       case ScalarKind::Store:
-      case ScalarKind::Reduce: break;
+      case ScalarKind::Reduce:
+      case ScalarKind::Acc: break;
     }
     throw Error(fmt::format("kernel @{}: op %{} has no value expression", k_.name, id));
   }

@@ -58,13 +58,8 @@ constexpr Rule kRules[] = {
     {OpKind::Select, nullptr, "({0} ? {1} : {2})", "({0} ? {1} : {2})"},
 };
 
-struct Helper {
-  const char* name;
-  const char* definition;
-};
-
 // Listed callees first; helper_definitions keeps this order.
-constexpr Helper kHelpers[] = {
+constexpr DeviceHelper kHelpers[] = {
     {"kiln_sat_i32",
      "static __device__ __forceinline__ int kiln_sat_i32(long long v) {\n"
      "  return v > 2147483647LL ? 2147483647 : v < -2147483648LL ? (-2147483647 - 1) : (int)v;\n}\n"},
@@ -361,20 +356,21 @@ std::string op_expr(OpKind op, const ir::Attrs& attrs, DType result, const std::
                           variant.empty() ? "" : " (approximate = \"" + variant + "\")"));
 }
 
-std::string helper_definitions(const std::string& code) {
-  constexpr size_t n = std::size(kHelpers);
-  bool needed[n] = {};
+std::string called_helpers(const std::string& code, const DeviceHelper* table, size_t count) {
+  std::vector<bool> needed(count, false);
   std::string calls = code;  // grows with the bodies of the helpers found so far
-  for (size_t i = n; i-- > 0;) {
-    const std::string name = kHelpers[i].name;  // called as name(...) or name<W>(...)
+  for (size_t i = count; i-- > 0;) {
+    const std::string name = table[i].name;  // called as name(...) or name<W>(...)
     if (calls.find(name + "(") == std::string::npos && calls.find(name + "<") == std::string::npos) continue;
     needed[i] = true;
-    calls += kHelpers[i].definition;
+    calls += table[i].definition;
   }
   std::string out;
-  for (size_t i = 0; i < n; ++i)
-    if (needed[i]) out += kHelpers[i].definition;
+  for (size_t i = 0; i < count; ++i)
+    if (needed[i]) out += table[i].definition;
   return out;
 }
+
+std::string helper_definitions(const std::string& code) { return called_helpers(code, kHelpers, std::size(kHelpers)); }
 
 }  // namespace kiln::codegen

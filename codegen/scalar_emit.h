@@ -34,6 +34,15 @@ std::string index_expr(DType t, const std::string& index);
 std::string op_expr(ir::OpKind op, const ir::Attrs& attrs, DType result, const std::vector<DType>& operand_types,
                     const std::vector<std::string>& operands);
 
+// A device function a kernel may call, by name, with its definition.
+struct DeviceHelper {
+  const char* name;
+  const char* definition;
+};
+// The definitions among table[0..count) (callees listed before their callers) that
+// `code` calls, directly or through another helper, in table order.
+std::string called_helpers(const std::string& code, const DeviceHelper* table, size_t count);
+
 // The definitions of the kiln_* device helpers that `code` calls (and those they
 // call), in dependency order.
 std::string helper_definitions(const std::string& code);

@@ -17,6 +17,7 @@ std::string_view kernel_kind_name(KernelKind k) {
     case KernelKind::Pointwise: return "pointwise";
     case KernelKind::RowReduce: return "row_reduce";
     case KernelKind::ColReduce: return "col_reduce";
+    case KernelKind::Gemm: return "gemm";
   }
   return "?";
 }
@@ -75,6 +76,7 @@ std::vector<bool> uniform_values(const Kernel& k, const std::function<bool(const
         break;
       case ScalarKind::Const:
       case ScalarKind::Reduce: break;
+      case ScalarKind::Acc: uniform[id] = false; break;
     }
   }
   return uniform;
@@ -238,9 +240,14 @@ void verify(const Kernel& k) {
   const Shape& space = k.space();
   const size_t rank = space.size();
   if (k.kind == KernelKind::ColReduce) verify_col_space(k, fail);
+  if (k.kind == KernelKind::Gemm) verify_gemm(k);
   std::set<std::string> names;
-  for (const KernelArg& a : k.args) {
+  for (size_t i = 0; i < k.args.size(); ++i) {
+    const KernelArg& a = k.args[i];
     if (!names.insert(a.name).second) fail(fmt::format("argument %{} is named twice", a.name));
+    // A gemm's operands span their own [batch..., rows, cols]; verify_gemm checks them.
+    if (k.kind == KernelKind::Gemm && (static_cast<int>(i) == k.gemm.a.arg || static_cast<int>(i) == k.gemm.b.arg))
+      continue;
     if (a.strides.size() != rank)
       fail(fmt::format("argument %{} has {} strides; the iteration space {} has rank {}", a.name, a.strides.size(),
                        shape_str(space), rank));
@@ -328,6 +335,9 @@ void verify(const Kernel& k) {
       case ScalarKind::Index:
         if (op.coeffs.size() != rank) fail(where + ": an index needs one coefficient per iteration dim");
         break;
+      case ScalarKind::Acc:
+        if (k.kind != KernelKind::Gemm) fail(where + ": only a gemm kernel has an accumulator to read");
+        break;
       case ScalarKind::Op:
         if (!is_elementwise(op.op)) fail(fmt::format("{}: {} is not an element-wise op", where, op_name(op.op)));
         if (static_cast<int>(op.operands.size()) != op_info(op.op).arity)
@@ -378,8 +388,9 @@ std::string arg_str(const KernelArg& a, const Shape& space) {
   return s;
 }
 
-std::string op_str(const Kernel& k, size_t id) {
-  const ScalarOp& op = k.body[id];
+}  // namespace
+
+std::string print_scalar_op(const Kernel& k, const ScalarOp& op, size_t id) {
   auto arg_name = [&]() -> std::string {
     return op.arg >= 0 && static_cast<size_t>(op.arg) < k.args.size() ? k.args[op.arg].name : "?";
   };
@@ -393,6 +404,7 @@ std::string op_str(const Kernel& k, size_t id) {
     case ScalarKind::Index: return fmt::format("%{} = index {} : {}", id, ints_str(op.coeffs), type);
     case ScalarKind::Reduce:
       return fmt::format("%{} = reduce {} {} phase {} : {}", id, op_name(op.op), operands, op.phase, type);
+    case ScalarKind::Acc: return fmt::format("%{} = acc : {}", id, type);
     case ScalarKind::Op: {
       std::string attrs;
       for (const auto& [key, value] : op.attrs.items())
@@ -404,18 +416,23 @@ std::string op_str(const Kernel& k, size_t id) {
   return "?";
 }
 
-}  // namespace
-
 std::string print(const Kernel& k) {
   const Shape& space = k.space();
   std::string out = fmt::format("kernel @{} {}(", k.name, kernel_kind_name(k.kind));
-  for (size_t i = 0; i < k.args.size(); ++i) out += (i ? ", " : "") + arg_str(k.args[i], space);
+  for (size_t i = 0; i < k.args.size(); ++i) {
+    // A gemm's operands print their layout on the matmul line instead.
+    const bool operand = k.kind == KernelKind::Gemm && (static_cast<int>(i) == k.gemm.a.arg ||
+                                                        static_cast<int>(i) == k.gemm.b.arg);
+    const KernelArg& a = k.args[i];
+    out += (i ? ", " : "") + (operand ? fmt::format("%{}: {}", a.name, a.type.str()) : arg_str(a, space));
+  }
   out += ")";
   if (k.kind == KernelKind::RowReduce) out += " rows " + ints_str(space);
   if (k.kind == KernelKind::ColReduce) out += " space " + ints_str(space) + " reduce " + ints_str(k.reduced_axes);
-  if (k.config != TileConfig{}) out += " config " + k.config.str();
+  if (k.kind == KernelKind::Gemm) out += "\n    " + gemm_core_str(k);
+  if (k.config != TileConfig{}) out += (k.kind == KernelKind::Gemm ? "\n    config " : " config ") + k.config.str();
   out += " {\n";
-  for (size_t id = 0; id < k.body.size(); ++id) out += "  " + op_str(k, id) + "\n";
+  for (size_t id = 0; id < k.body.size(); ++id) out += "  " + print_scalar_op(k, k.body[id], id) + "\n";
   return out + "}\n";
 }
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "ir/attrs.h"
+#include "ir/kernel_gemm.h"
 #include "ir/ops.h"
 #include "ir/shape.h"
 #include "ir/tile_config.h"
@@ -23,8 +24,8 @@
 namespace kiln::ir {
 
 // Kinds get a row here when their emitter exists.
-enum class KernelKind : uint8_t { Pointwise, RowReduce, ColReduce };
-// "pointwise", "row_reduce", "col_reduce": as in the graph's kernel blocks.
+enum class KernelKind : uint8_t { Pointwise, RowReduce, ColReduce, Gemm };
+// "pointwise", "row_reduce", "col_reduce", "gemm": as in the graph's kernel blocks.
 std::string_view kernel_kind_name(KernelKind k);
 
 // A tensor the kernel reads or writes. The iteration space of a pointwise kernel is
@@ -52,6 +53,9 @@ enum class ScalarKind : uint8_t {
   // latest reduction its operand uses (softmax: max is phase 0, the sum of exp(x - max)
   // phase 1). The emitter runs the phases in order over the row.
   Reduce,
+  // Gemm kernels: the accumulator at the current output element, as the matmul's
+  // value (`dtype`, its result type: the fp32 sum rounded to it).
+  Acc,
 };
 
 struct ScalarOp {
@@ -81,6 +85,8 @@ struct Kernel {
   // these are its reduced dims (sorted). Every reduced dim of size > 1 lies outside
   // every kept dim of size > 1; outputs hold one value per kept element (a column).
   std::vector<int64_t> reduced_axes;
+  // Gemm kernels: the product (see kernel_gemm.h); the body is its epilogue.
+  GemmCore gemm;
 
   // Appends an op and returns its id.
   int add(ScalarOp op) {
@@ -144,5 +150,7 @@ bool is_contiguous(const KernelArg& a, const Shape& space);
 void verify(const Kernel& k);
 
 std::string print(const Kernel& k);
+// One scalar op of `k` (of its body, or of a gemm operand's prologue) as printed: "%3 = add %1, %2 : f16".
+std::string print_scalar_op(const Kernel& k, const ScalarOp& op, size_t id);
 
 }  // namespace kiln::ir

@@ -33,7 +33,20 @@ constexpr Field kFields[] = {
     {"cols", &TileConfig::cols},
     {"k_threads", &TileConfig::k_threads},
     {"k_split", &TileConfig::k_split},
+    {"schedule", &TileConfig::schedule},
+    {"bm", &TileConfig::bm},
+    {"bn", &TileConfig::bn},
+    {"bk", &TileConfig::bk},
+    {"warps_m", &TileConfig::warps_m},
+    {"warps_n", &TileConfig::warps_n},
+    {"stages", &TileConfig::stages},
+    {"group", &TileConfig::group},
+    {"split_k", &TileConfig::split_k},
 };
+
+constexpr std::string_view kScheduleNames[] = {"", "mma_sync", "simt"};
+
+bool is_schedule(const Field& f) { return f.member == &TileConfig::schedule; }
 
 constexpr int kMaxVectorBytes = 16;  // the widest load one thread issues (uint4)
 constexpr int kMaxElems = 16;        // elements per thread: beyond this, registers run short
@@ -63,17 +76,27 @@ bool allows_vec(const std::vector<int64_t>& strides, const Shape& dims, int vec)
 
 }  // namespace
 
+std::string_view gemm_schedule_name(int schedule) {
+  return schedule > 0 && schedule < static_cast<int>(std::size(kScheduleNames)) ? kScheduleNames[schedule] : "?";
+}
+
 std::string TileConfig::str() const {
   std::string s;
-  for (const Field& f : kFields)
-    if (this->*f.member != 0) s += fmt::format("{}{} = {}", s.empty() ? "" : ", ", f.name, this->*f.member);
+  for (const Field& f : kFields) {
+    if (this->*f.member == 0) continue;
+    s += fmt::format("{}{} = ", s.empty() ? "" : ", ", f.name);
+    s += is_schedule(f) ? std::string(gemm_schedule_name(schedule)) : std::to_string(this->*f.member);
+  }
   return "{" + s + "}";
 }
 
 Attrs TileConfig::to_attrs() const {
   Attrs a;
-  for (const Field& f : kFields)
-    if (this->*f.member != 0) a.set(f.name, int64_t{this->*f.member});
+  for (const Field& f : kFields) {
+    if (this->*f.member == 0) continue;
+    if (is_schedule(f)) a.set(f.name, std::string(gemm_schedule_name(schedule)));
+    else a.set(f.name, int64_t{this->*f.member});
+  }
   return a;
 }
 
@@ -89,7 +112,16 @@ TileConfig TileConfig::from_attrs(const Attrs& attrs) {
       for (const Field& x : kFields) known += (known.empty() ? "" : ", ") + std::string(x.name);
       throw Error(fmt::format("tile config: unknown field '{}' (known: {})", key, known));
     }
-    if (attr_kind_of(value) != AttrKind::Int) throw Error(fmt::format("tile config: '{}' must be an integer", key));
+    if (is_schedule(*f) && attr_kind_of(value) == AttrKind::String) {
+      const std::string& name = std::get<std::string>(value);
+      auto at = std::find(std::begin(kScheduleNames) + 1, std::end(kScheduleNames), name);
+      if (at == std::end(kScheduleNames))
+        throw Error(fmt::format("tile config: unknown schedule \"{}\" (known: mma_sync, simt)", name));
+      c.schedule = static_cast<int>(at - std::begin(kScheduleNames));
+      continue;
+    }
+    if (attr_kind_of(value) != AttrKind::Int)
+      throw Error(fmt::format("tile config: '{}' must be an integer{}", key, is_schedule(*f) ? " or a name" : ""));
     int64_t v = std::get<int64_t>(value);
     if (v < 0 || v > std::numeric_limits<int>::max())
       throw Error(fmt::format("tile config: '{}' = {} is out of range", key, v));
@@ -99,6 +131,7 @@ TileConfig TileConfig::from_attrs(const Attrs& attrs) {
 }
 
 void validate(const Kernel& k, const TileConfig& c) {
+  if (k.kind == KernelKind::Gemm) return validate_gemm(k, c);
   if (k.kind == KernelKind::RowReduce) return validate_row_reduce(k, c);
   if (k.kind == KernelKind::ColReduce) return validate_col_reduce(k, c);
   auto fail = [&](const std::string& rule) {
@@ -122,6 +155,7 @@ void validate(const Kernel& k, const TileConfig& c) {
 }
 
 std::vector<TileConfig> candidates(const Kernel& k) {
+  if (k.kind == KernelKind::Gemm) return gemm_candidates(k);
   if (k.kind == KernelKind::RowReduce) return row_reduce_candidates(k);
   if (k.kind == KernelKind::ColReduce) return col_reduce_candidates(k);
   std::vector<TileConfig> out;
@@ -137,6 +171,7 @@ std::vector<TileConfig> candidates(const Kernel& k) {
 }
 
 TileConfig heuristic(const Kernel& k) {
+  if (k.kind == KernelKind::Gemm) return gemm_heuristic(k);
   if (k.kind == KernelKind::RowReduce) return row_reduce_heuristic(k);
   if (k.kind == KernelKind::ColReduce) return col_reduce_heuristic(k);
   const int64_t n = k.numel();

@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ir/attrs.h"
@@ -48,8 +49,24 @@ struct TileConfig {
   int k_threads = 0;
   int k_split = 0;
 
+  // GEMM: `schedule` says how the products run (GemmSchedule). A block computes a
+  // bm x bn tile of one output matrix, stepping through K bk elements at a time with
+  // `stages` tiles of A and B in flight in shared memory; its warps_m x warps_n warps
+  // each own a (bm / warps_m) x (bn / warps_n) part of the tile. Blocks walk the tiles
+  // in groups of `group` tile rows, so that the tiles running at once share their A
+  // and B tiles in L2. split_k > 1 cuts K into that many slices, one block each; the
+  // last block of a tile sums the slices' fp32 partials in a fixed order.
+  int schedule = 0;
+  int bm = 0;
+  int bn = 0;
+  int bk = 0;
+  int warps_m = 0;
+  int warps_n = 0;
+  int stages = 0;
+  int group = 0;
+  int split_k = 0;
+
   // The kinds to come add their fields here, next to the ones above:
-  //   gemm: BM, BN, BK, warps, pipeline stages
   //   attention: Br, Bc, warps, pipeline stages
 
   bool operator==(const TileConfig&) const = default;
@@ -60,6 +77,11 @@ struct TileConfig {
   // The inverse of to_attrs(); throws kiln::Error on an unknown or non-integer field.
   static TileConfig from_attrs(const Attrs& attrs);
 };
+
+// How a gemm kernel's products run: Tensor Cores through mma.sync (f16, bf16, and f32
+// as TF32), or fp32 FFMA on CUDA cores (exact f32). Printed by name.
+enum GemmSchedule : int { kNoSchedule = 0, kMmaSync = 1, kSimt = 2 };
+std::string_view gemm_schedule_name(int schedule);  // "mma_sync", "simt"
 
 // The H200's streaming multiprocessors: what "fill the GPU several times" counts.
 inline constexpr int kTargetSMs = 132;
@@ -100,5 +122,18 @@ int64_t row_shared_bytes(const Kernel& k, const TileConfig& config);
 void validate_col_reduce(const Kernel& k, const TileConfig& config);
 std::vector<TileConfig> col_reduce_candidates(const Kernel& k);
 TileConfig col_reduce_heuristic(const Kernel& k);
+
+// The gemm kind's rules (ir/tile_config_gemm.cpp).
+void validate_gemm(const Kernel& k, const TileConfig& config);
+std::vector<TileConfig> gemm_candidates(const Kernel& k);
+TileConfig gemm_heuristic(const Kernel& k);
+// Threads per block of a gemm config.
+int gemm_threads(const TileConfig& config);
+// The K elements of one split_k slice (a multiple of bk; K itself without a split).
+int64_t gemm_k_slice(const Kernel& k, const TileConfig& config);
+// Dynamic shared memory of a gemm config: its operand pipeline, or the epilogue's strips.
+int64_t gemm_shared_bytes(const Kernel& k, const TileConfig& config);
+// The fp32 partials a split K writes (0 without a split).
+int64_t gemm_workspace_floats(const Kernel& k, const TileConfig& config);
 
 }  // namespace kiln::ir

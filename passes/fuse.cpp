@@ -26,6 +26,7 @@
 #include <unordered_set>
 
 #include "ir/error.h"
+#include "passes/fuse_gemm.h"
 #include "passes/fuse_reduce.h"
 #include "passes/lower.h"
 #include "passes/pass.h"
@@ -60,6 +61,7 @@ constexpr int kMaxRecomputedOps = 16;
 class Fuser {
 public:
   explicit Fuser(ir::Graph& g) : g_(g), rows_(plan_row_groups(g)) {
+    for (RowGroup& grp : plan_gemm_groups(g, rows_)) rows_.push_back(std::move(grp));
     auto nodes = g.nodes();
     for (size_t i = 0; i < nodes.size(); ++i) position_[nodes[i]] = static_cast<int>(i);
     for (size_t i = 0; i < rows_.size(); ++i)
@@ -93,10 +95,14 @@ private:
   void seed_roots() {
     for (const Value* v : g_.outputs())
       if (v->producer && role(v->producer) != Role::Opaque) write(v, role(v->producer) == Role::Compute);
-    for (const RowGroup& grp : rows_)  // what a row-reduce group reads, another kernel writes
+    for (const RowGroup& grp : rows_)  // what a row-reduce or gemm group reads, another kernel writes
       for (const Node* n : grp.nodes)
-        for (const Value* u : n->operands)
-          if (u->producer && !grp.nodes.count(u->producer) && role(u->producer) == Role::Compute) write(u, true);
+        for (const Value* u : n->operands) {
+          if (!u->producer || grp.nodes.count(u->producer)) continue;
+          if (role(u->producer) == Role::Compute) write(u, true);
+          // A view a matmul reads that its layout could not fold: copied into memory.
+          if (n->op == ir::OpKind::Matmul && role(u->producer) == Role::Free) write(u, false);
+        }
     for (const Node* n : g_.nodes()) {
       if (role(n) != Role::Opaque || row_of_.count(n)) continue;
       for (const Value* u : n->operands) {

@@ -16,6 +16,7 @@
 
 #include "ir/error.h"
 #include "ir/printer.h"
+#include "passes/lower_gemm.h"
 
 namespace kiln::passes {
 
@@ -383,7 +384,7 @@ std::string unlowerable(const Node& n, const std::unordered_map<int, std::string
       what = "no kernel kind handles this reduction yet (row_reduce takes reductions along the innermost axis of "
              "float tensors, col_reduce reductions over axes outside all the kept ones)";
       break;
-    case ir::OpCategory::Matmul: what = "no kernel kind handles matmul yet"; break;
+    case ir::OpCategory::Matmul: what = "it is in no gemm kernel; run the fuse pass before lowering"; break;
     case ir::OpCategory::Composite: what = "no kernel kind handles composite ops yet"; break;
     default: what = "it is in no kernel; run the fuse pass before lowering"; break;
   }
@@ -592,6 +593,7 @@ ir::Kernel lower_group(const ir::Graph& g, int group, const std::unordered_map<i
   const ir::Group& grp = g.groups().at(static_cast<size_t>(group));
   const bool rows = grp.kind == "row_reduce";
   if (grp.kind == "col_reduce") return lower_col_group(g, group, names);
+  if (grp.kind == "gemm") return lower_gemm_group(g, group, names);
   if (grp.kind != "pointwise" && !rows)
     throw Error(fmt::format("kernel @{}: kernel kind '{}' has no lowering yet", grp.name, grp.kind));
 

@@ -51,11 +51,18 @@ int debug_level() {
   return static_cast<int>(n);
 }
 
+bool tf32() {
+  auto v = env("KILN_TF32");
+  if (!v || *v == "0") return false;
+  if (*v == "1") return true;
+  throw Error(fmt::format("KILN_TF32 must be 0 or 1, got '{}'", *v));
+}
+
 std::string describe() {
   auto show = [](const char* name) { return env(name).value_or("(unset)"); };
   std::string out;
   for (const char* name : {"KILN_CACHE_DIR", "KILN_DUMP_DIR", "KILN_TUNE", "KILN_TUNE_DB", "KILN_ARCH", "KILN_DEBUG",
-                           "KILN_THREADS"})
+                           "KILN_THREADS", "KILN_TF32"})
     out += fmt::format("  {:<15} {}\n", name, show(name));
   return out;
 }

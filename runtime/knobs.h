@@ -11,6 +11,8 @@
 //                                           configs; 3: + IR after each pass; 4: + CUDA source
 //   KILN_THREADS    int     (the cores)     threads of the CPU reference interpreter (read by
 //                                           ir/parallel.cpp: the IR library has no runtime)
+//   KILN_TF32       bool    0               1: f32 matmuls multiply on Tensor Cores after
+//                                           rounding their operands to TF32; 0: exact f32
 #pragma once
 #include <optional>
 #include <string>
@@ -24,6 +26,7 @@ TuneMode tune_mode();
 std::string tune_db();
 std::optional<std::string> arch();
 int debug_level();
+bool tf32();
 
 // A short table of every knob with its current value (for `kiln --help` and logs).
 std::string describe();

@@ -34,13 +34,19 @@ constexpr TrialStatus kStatuses[] = {TrialStatus::Ok,          TrialStatus::Comp
 json config_to_json(const ir::TileConfig& c) {
   json j = json::object();
   const ir::Attrs attrs = c.to_attrs();  // kept alive: items() refers into it
-  for (const auto& [name, value] : attrs.items()) j[name] = std::get<int64_t>(value);
+  for (const auto& [name, value] : attrs.items()) {
+    if (const auto* text = std::get_if<std::string>(&value)) j[name] = *text;  // the gemm schedule's name
+    else j[name] = std::get<int64_t>(value);
+  }
   return j;
 }
 
 ir::TileConfig config_from_json(const json& j) {
   ir::Attrs a;
-  for (const auto& [name, value] : j.items()) a.set(name, value.get<int64_t>());
+  for (const auto& [name, value] : j.items()) {
+    if (value.is_string()) a.set(name, value.get<std::string>());
+    else a.set(name, value.get<int64_t>());
+  }
   return ir::TileConfig::from_attrs(a);
 }
 

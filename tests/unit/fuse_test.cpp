@@ -226,7 +226,7 @@ TEST(Fuse, ReshapeOfALoadedTensorFoldsIntoTheKernel) {
   EXPECT_EQ(g.groups().size(), 1u);
 }
 
-TEST(Fuse, MatmulAndCompositesStayOutsideGroups) {
+TEST(Fuse, MatmulBecomesAGemmGroupAndCompositesStayOutside) {
   ir::Graph g = fused(R"(func @opaque(%x: f32[8,16], %w: f32[16,8]) -> (f32[8,8]) {
   %m = matmul %x, %w : f32[8,8]
   %p = softmax %m : f32[8,8]
@@ -235,8 +235,9 @@ TEST(Fuse, MatmulAndCompositesStayOutsideGroups) {
   return %y
 })");
   auto groups = groups_of(g);
-  EXPECT_EQ(groups["-"], (Names{"m", "p"}));
-  EXPECT_EQ(groups["k0"], (Names{"c", "y"}));
+  EXPECT_EQ(groups["k0"], (Names{"m"}));
+  EXPECT_EQ(groups["-"], (Names{"p"}));
+  EXPECT_EQ(groups["k1"], (Names{"c", "y"}));
 }
 
 TEST(Fuse, ReturnedViewGetsACopyKernel) {

@@ -228,12 +228,21 @@ TEST(Lowering, ReductionIsNamedRatherThanTheViewItReads) {
       << lowering_error(g);
 }
 
-TEST(Lowering, MatmulIsNotLoweredYet) {
+TEST(Lowering, MatmulBecomesAGemmKernel) {
   ir::Graph g = fused(R"(func @mm(%a: f32[4,8], %b: f32[8,4]) -> (f32[4,4]) {
   %m = matmul %a, %b : f32[4,4]
   return %m
 })");
-  EXPECT_NE(lowering_error(g).find("matmul: no kernel kind handles matmul yet"), std::string::npos);
+  passes::Plan plan = passes::lower(g);
+  ASSERT_EQ(plan.kernels.size(), 1u);
+  EXPECT_EQ(plan.kernels[0].kind, ir::KernelKind::Gemm);
+}
+
+TEST(Lowering, UngroupedMatmulAsksForTheFusePass) {
+  ir::Graph g = ir::parse("func @mm(%a: f32[4,8], %b: f32[8,4]) -> (f32[4,4]) {\n  %m = matmul %a, %b : f32[4,4]\n"
+                          "  return %m\n}\n");
+  EXPECT_NE(lowering_error(g).find("matmul: it is in no gemm kernel; run the fuse pass"), std::string::npos)
+      << lowering_error(g);
 }
 
 TEST(Lowering, UnfusedGraphAsksForTheFusePass) {
@@ -436,14 +445,15 @@ TEST(TileConfig, PrintsAndRoundTripsThroughAttributes) {
 
 TEST(TileConfig, UnknownAttributeIsAnError) {
   ir::Attrs a;
-  a.set("bm", int64_t{64});
+  a.set("bq", int64_t{64});
   try {
     ir::TileConfig::from_attrs(a);
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(),
-                 "tile config: unknown field 'bm' (known: threads, elems, vec, row_threads, rows, stream, "
-                 "shared_elems, cluster, cols, k_threads, k_split)");
+                 "tile config: unknown field 'bq' (known: threads, elems, vec, row_threads, rows, stream, "
+                 "shared_elems, cluster, cols, k_threads, k_split, schedule, bm, bn, bk, warps_m, warps_n, stages, "
+                 "group, split_k)");
   }
 }
 

@@ -1,0 +1,21 @@
+// What the pieces of the gemm emitter share: the batch offset of an argument and the
+// zero of a storage type.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/dtype.h"
+#include "ir/shape.h"
+
+namespace kiln::codegen {
+
+// The element offset of batch entry `batch` (a code expression, the linear index over
+// `dims`) for an argument with `strides` along those dims, as 64-bit code; "0ll" when
+// it does not move with the batch.
+std::string batch_offset_code(const Shape& dims, const std::vector<int64_t>& strides, const std::string& batch);
+
+// A value-initialised (all bits zero) element of dtype `t`'s storage type.
+std::string zero_storage(DType t);
+
+}  // namespace kiln::codegen

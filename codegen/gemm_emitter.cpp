@@ -1,0 +1,256 @@
+// The gemm emitter's frame (see gemm_emitter.h): the block's output tile in an
+// L2-friendly order, its batch entry and K slice, the pipeline of K steps through
+// `stages` shared-memory stages (one step multiplied while the next stages - 1 are in
+// flight), the split-K exchange, and the epilogue calls. The schedule fills in the rest.
+#include "codegen/gemm_emitter.h"
+
+#include <fmt/format.h>
+
+
+#include "codegen/gemm_epilogue.h"
+#include "codegen/gemm_schedule.h"
+#include "codegen/kernel_params.h"
+#include "codegen/scalar_emit.h"
+#include "ir/error.h"
+#include "ir/tile_config.h"
+
+namespace kiln::codegen {
+
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+class GemmEmitter {
+public:
+  explicit GemmEmitter(const ir::Kernel& k)
+      : k_(k), c_(k.config), params_(param_names(k)), schedule_(make_gemm_schedule(k, params_)),
+        epilogue_(k, params_, schedule_->vec()) {
+    tiles_m_ = ceil_div(k.gemm.m, c_.bm);
+    tiles_n_ = ceil_div(k.gemm.n, c_.bn);
+    k_slice_ = ir::gemm_k_slice(k, c_);
+    split_ = c_.split_k > 1;
+    padded_n_ = ceil_div(k.gemm.n, schedule_->vec()) * schedule_->vec();
+  }
+
+  std::string emit() const {
+    std::string s = header();
+    if (split_) s += scratch();
+    s += epilogue_.functions();
+    s += signature();
+    s += frame();
+    s += pipeline();
+    s += split_ ? split_epilogue() : direct_epilogue();
+    return s + "}\n";
+  }
+
+private:
+  std::string scratch_name(const char* what) const { return fmt::format("kiln_{}_{}", k_.name, what); }
+  int64_t batches() const { return ir::gemm_batch_count(k_.gemm); }
+
+  std::string header() const {
+    const ir::GemmCore& g = k_.gemm;
+    const LaunchDims d = gemm_launch_dims(k_);
+    std::string s = fmt::format("\n// ---- kernel {}: gemm {}{} x {} x {} (M x N x K), {} products, fp32 sums ----\n",
+                                k_.name, g.batch.empty() ? "" : "batch " + shape_str(g.batch) + " of ", g.m, g.n, g.k,
+                                ir::gemm_compute_name(g));
+    s += "// Fuses:\n";
+    for (const std::string& line : k_.fused_nodes) s += "//   " + line + "\n";
+    s += fmt::format("// Config {}:\n//   grid {} x {} x {} blocks of {} threads, {} bytes of shared memory ({} stages of "
+                     "{} bytes)\n",
+                     c_.str(), d.grid[0], d.grid[1], d.grid[2], d.block[0], d.shared_bytes, c_.stages,
+                     schedule_->stage_bytes());
+    s += schedule_->describe();
+    s += fmt::format("//   output tiles {} x {} of {} x {}, walked in groups of {} tile rows\n", tiles_m_, tiles_n_,
+                     c_.bm, c_.bn, c_.group);
+    if (split_)
+      s += fmt::format("//   K in {} slices of {}; each tile's last slice sums the fp32 partials in slice order\n",
+                       c_.split_k, k_slice_);
+    s += "//   epilogue: " + epilogue_.describe() + "\n";
+    return s;
+  }
+
+  // Module-scope partials ([slice][batch][M][N rounded up to the vector]) and one
+  // ticket per tile, zero at load; the last block of a tile resets its ticket.
+  std::string scratch() const {
+    return fmt::format("__device__ float {}[{}];\n__device__ int {}[{}];\n", scratch_name("partials"),
+                       c_.split_k * batches() * k_.gemm.m * padded_n_, scratch_name("tickets"),
+                       batches() * tiles_m_ * tiles_n_);
+  }
+
+  std::string signature() const {
+    std::vector<std::string> params;
+    for (size_t i = 0; i < k_.args.size(); ++i) {
+      const ir::KernelArg& a = k_.args[i];
+      params.push_back(fmt::format("{}{}* __restrict__ {}", a.is_output ? "" : "const ", storage_type(a.type.dtype),
+                                   params_[i]));
+    }
+    return fmt::format("extern \"C\" __global__ void __launch_bounds__({}, 1) {}({}) {{\n", schedule_->threads(), k_.name,
+                       fmt::join(params, ", "));
+  }
+
+  std::string frame() const {
+    const int64_t group_tiles = int64_t{c_.group} * tiles_n_;
+    std::string s = "  extern __shared__ __align__(128) unsigned char kiln_smem[];\n";
+    s += "  [[maybe_unused]] const unsigned smem = (unsigned)__cvta_generic_to_shared(kiln_smem);\n";
+    s += "  // The output tile: tiles go in groups of " + std::to_string(c_.group) +
+         " tile rows, column by column within a group, so that the blocks running at once share rows of A and "
+         "columns of B in L2.\n";
+    s += "  const int tile = (int)blockIdx.x;\n";
+    s += fmt::format("  const int group_first = tile / {} * {};\n", group_tiles, c_.group);
+    s += fmt::format("  const int group_rows = min({} - group_first, {});\n", tiles_m_, c_.group);
+    s += fmt::format("  const int tile_m = group_first + tile % {} % group_rows;\n", group_tiles);
+    s += fmt::format("  const int tile_n = tile % {} / group_rows;\n", group_tiles);
+    s += fmt::format("  const int m0 = tile_m * {}, n0 = tile_n * {};\n", c_.bm, c_.bn);
+    s += "  const unsigned batch = blockIdx.y;\n";
+    if (split_) {
+      s += fmt::format("  const int k_begin = (int)blockIdx.z * {};\n", k_slice_);
+      s += fmt::format("  const int k_end = min({}, k_begin + {});\n", k_.gemm.k, k_slice_);
+    } else {
+      s += "  const int k_begin = 0;\n";
+      s += fmt::format("  [[maybe_unused]] const int k_end = {};\n", k_.gemm.k);
+    }
+    s += fmt::format("  const int k_steps = (k_end - k_begin + {}) / {};\n", c_.bk - 1, c_.bk);
+    return s + schedule_->setup() + schedule_->accumulators();
+  }
+
+  std::string pipeline() const {
+    const bool async = schedule_->async_copies();
+    const int stages = schedule_->stages(), bytes = schedule_->stage_bytes();
+    const std::string commit_group = async ? "kiln_copy_async_commit();" : "";
+    std::string s = fmt::format("  // The pipeline: {} K steps in flight ahead of the one being multiplied.\n",
+                                stages - 1);
+    s += fmt::format("#pragma unroll\n  for (int s = 0; s < {}; ++s) {{\n    if (s < k_steps) {{\n", stages - 1);
+    s += fmt::format("      const int k0 = k_begin + s * {};\n", c_.bk);
+    s += schedule_->issue("      ", fmt::format("s * {}u", bytes), "k0");
+    s += schedule_->commit("      ", fmt::format("s * {}u", bytes), "k0");
+    s += "    }\n";
+    if (async) s += "    " + commit_group + "\n";
+    s += "  }\n";
+    s += fmt::format("  int read_stage = 0, write_stage = {};\n", stages - 1);
+    s += "  for (int step = 0; step < k_steps; ++step) {\n";
+    if (async) s += fmt::format("    kiln_copy_async_wait_group<{}>();  // step `step` has landed\n", stages - 2);
+    s += "    __syncthreads();  // ... for every thread, and every thread is done with the stage refilled below\n";
+    s += fmt::format("    const int next = step + {};\n", stages - 1);
+    s += fmt::format("    const int k_next = k_begin + next * {};\n", c_.bk);
+    s += fmt::format("    const unsigned write_at = write_stage * {}u, read_at = read_stage * {}u;\n", bytes, bytes);
+    s += "    if (next < k_steps) {\n" + schedule_->issue("      ", "write_at", "k_next") + "    }\n";
+    if (async) s += "    " + commit_group + "\n";
+    s += schedule_->compute("    ", "read_at");
+    const std::string commit = schedule_->commit("      ", "write_at", "k_next");
+    if (!commit.empty()) s += "    if (next < k_steps) {\n" + commit + "    }\n";
+    s += fmt::format("    read_stage = read_stage == {} ? 0 : read_stage + 1;\n", stages - 1);
+    s += fmt::format("    write_stage = write_stage == {} ? 0 : write_stage + 1;\n", stages - 1);
+    s += "  }\n";
+    if (async) s += "  kiln_copy_async_wait_group<0>();\n";
+    s += "  __syncthreads();  // the pipeline's shared memory is free for the epilogue\n";
+    return s;
+  }
+
+  std::string direct_epilogue() const {
+    std::string s = "  // The epilogue on the accumulators.\n";
+    return s + schedule_->accumulator_walk([&](const std::string& in, const std::string& m, const std::string& n,
+                                               const std::string& values) {
+      return in + epilogue_.call(m, n, values);
+    });
+  }
+
+  // Stores or loads of `vec` floats at `at`, as 16-byte (or 8-byte) vectors.
+  std::string vector_moves(const std::string& in, const std::string& at, const std::string& values, bool store) const {
+    const int v = schedule_->vec();
+    const int width = v >= 4 ? 4 : v;
+    const std::string type = width == 4 ? "float4" : "float2";
+    static const char* kLanes[] = {"x", "y", "z", "w"};
+    std::string s;
+    for (int part = 0; part < v / width; ++part) {
+      if (store) {
+        std::vector<std::string> items;
+        for (int e = 0; e < width; ++e) items.push_back(fmt::format("{}[{}]", values, part * width + e));
+        s += fmt::format("{}*reinterpret_cast<{}*>({} + {}) = make_{}({});\n", in, type, at, part * width, type,
+                         fmt::join(items, ", "));
+      } else {
+        s += fmt::format("{}{{ const {} q = __ldcg(reinterpret_cast<const {}*>({} + {}));\n", in, type, type, at,
+                         part * width);
+        for (int e = 0; e < width; ++e)
+          s += fmt::format("{}  {}[{}] += q.{};\n", in, values, part * width + e, kLanes[e]);
+        s += in + "}\n";
+      }
+    }
+    return s;
+  }
+
+  std::string split_epilogue() const {
+    const int64_t matrix = k_.gemm.m * padded_n_, slice = batches() * matrix;
+    const int v = schedule_->vec();
+    std::string s = "  // This slice's partial sums, then a ticket: the tile's last slice sums them all.\n";
+    s += fmt::format("  float* partials = {} + ((long long)blockIdx.z * {}ll + batch) * {}ll;\n",
+                     scratch_name("partials"), batches(), matrix);
+    s += schedule_->accumulator_walk([&](const std::string& in, const std::string& m, const std::string& n,
+                                         const std::string& values) {
+      std::string b = fmt::format("{}if ({} < {} && {} < {}) {{\n", in, m, k_.gemm.m, n, padded_n_);
+      b += vector_moves(in + "  ", fmt::format("partials + (long long)({}) * {} + ({})", m, padded_n_, n), values, true);
+      return b + in + "}\n";
+    });
+    s += "  __threadfence();  // the partials are visible before the ticket is taken\n";
+    s += "  __syncthreads();\n";
+    s += "  __shared__ bool last_slice;\n";
+    s += "  if (threadIdx.x == 0) {\n";
+    s += fmt::format("    const int ticket = (int)batch * {} + tile;\n", tiles_m_ * tiles_n_);
+    s += fmt::format("    last_slice = atomicAdd(&{}[ticket], 1) == {};\n", scratch_name("tickets"), c_.split_k - 1);
+    s += fmt::format("    if (last_slice) {}[ticket] = 0;  // the next launch starts from zero\n",
+                     scratch_name("tickets"));
+    s += "  }\n  __syncthreads();\n  if (!last_slice) return;\n  __threadfence();\n";
+    s += fmt::format("  const float* slices = {} + (long long)batch * {}ll;\n", scratch_name("partials"), matrix);
+    s += schedule_->position_walk([&](const std::string& in, const std::string& m, const std::string& n,
+                                      const std::string&) {
+      std::string b = fmt::format("{}if ({} < {} && {} < {}) {{\n", in, m, k_.gemm.m, n, padded_n_);
+      const std::string inner = in + "  ";
+      b += fmt::format("{}float sum[{}] = {{}};\n", inner, v);
+      b += fmt::format("{}#pragma unroll\n{}for (int z = 0; z < {}; ++z) {{  // in slice order: the same bits every run\n",
+                       inner, inner, c_.split_k);
+      b += fmt::format("{}  const float* at = slices + (long long)z * {}ll + (long long)({}) * {} + ({});\n", inner,
+                       slice, m, padded_n_, n);
+      b += vector_moves(inner + "  ", "at", "sum", false);
+      b += inner + "}\n";
+      b += inner + epilogue_.call(m, n, "sum");
+      return b + in + "}\n";
+    });
+    return s;
+  }
+
+  const ir::Kernel& k_;
+  const ir::TileConfig& c_;
+  std::vector<std::string> params_;
+  std::unique_ptr<GemmSchedule> schedule_;
+  GemmEpilogue epilogue_;
+  int64_t tiles_m_ = 0, tiles_n_ = 0, k_slice_ = 0, padded_n_ = 0;
+  bool split_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<GemmSchedule> make_gemm_schedule(const ir::Kernel& k, const std::vector<std::string>& params) {
+  if (k.config.schedule == ir::kSimt) return make_simt_schedule(k, params);
+  return make_mma_schedule(k, params);
+}
+
+LaunchDims gemm_launch_dims(const ir::Kernel& k) {
+  const ir::TileConfig& c = k.config;
+  if (c.bm <= 0 || c.bn <= 0) throw Error(fmt::format("kernel @{} has no gemm tile config", k.name));
+  LaunchDims d;
+  d.grid[0] = static_cast<unsigned>(ceil_div(k.gemm.m, c.bm) * ceil_div(k.gemm.n, c.bn));
+  d.grid[1] = static_cast<unsigned>(ir::gemm_batch_count(k.gemm));
+  d.grid[2] = static_cast<unsigned>(std::max(1, c.split_k));
+  d.block[0] = static_cast<unsigned>(ir::gemm_threads(c));
+  d.shared_bytes = static_cast<unsigned>(ir::gemm_shared_bytes(k, c));
+  return d;
+}
+
+std::string emit_gemm(const ir::Kernel& k) {
+  ir::verify(k);
+  ir::validate(k, k.config);
+  if (!is_c_identifier(k.name))
+    throw Error(fmt::format("kernel @{}: its name must be a C identifier to name a CUDA function", k.name));
+  return GemmEmitter(k).emit();
+}
+
+}  // namespace kiln::codegen

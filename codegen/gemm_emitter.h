@@ -1,0 +1,23 @@
+// The gemm emitter: a kernel whose blocks each compute one tile of a (batched) matrix
+// product through a multi-stage shared-memory pipeline, then run the fused epilogue
+// on the tile's accumulators. The schedule (mma_sync on Tensor Cores, simt on CUDA
+// cores) is a config field; gemm_schedule.h says what each provides.
+#pragma once
+#include <string>
+
+#include "codegen/emit.h"
+#include "ir/kernel.h"
+
+namespace kiln::codegen {
+
+// The kernel's code without the file's prelude: module-scope scratch when K is split
+// (the partials and each tile's ticket; a module's kernel then runs on one stream at a
+// time), the epilogue's device functions and the __global__ entry. Throws kiln::Error
+// for a kernel that does not verify or a config that is not legal.
+std::string emit_gemm(const ir::Kernel& k);
+
+// Grid x: output tiles (in groups of `group` tile rows); y: batch entries; z: the
+// split_k slices of K. Dynamic shared memory: ir::gemm_shared_bytes.
+LaunchDims gemm_launch_dims(const ir::Kernel& k);
+
+}  // namespace kiln::codegen

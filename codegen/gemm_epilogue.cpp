@@ -1,0 +1,192 @@
+// The gemm epilogue (see gemm_epilogue.h). Offsets are 64-bit: an output of a batched
+// product passes 2^31 elements long before its operands do.
+#include "codegen/gemm_epilogue.h"
+
+#include <fmt/format.h>
+
+#include "codegen/gemm_common.h"
+#include "codegen/scalar_emit.h"
+#include "ir/error.h"
+
+namespace kiln::codegen {
+
+using ir::ScalarKind;
+
+namespace {
+
+Shape batch_dims(const ir::Kernel& k) { return k.gemm.batch; }
+
+}  // namespace
+
+GemmEpilogue::GemmEpilogue(const ir::Kernel& k, const std::vector<std::string>& params, int vec)
+    : k_(k), params_(params), vec_(vec) {
+  for (size_t i = 0; i < k.args.size(); ++i) {
+    const int a = static_cast<int>(i);
+    if (a == k.gemm.a.arg || a == k.gemm.b.arg) continue;
+    (k.args[i].is_output ? outputs_ : inputs_).push_back(a);
+  }
+  for (size_t id = 0; id < k.body.size(); ++id)
+    if (k.body[id].kind == ScalarKind::Index) index_ops_.push_back(static_cast<int>(id));
+  vector_stores_ = k.gemm.n % vec == 0;
+}
+
+std::string GemmEpilogue::type_of(int arg) const {
+  return std::string(storage_type(k_.args.at(static_cast<size_t>(arg)).type.dtype));
+}
+
+GemmEpilogue::Mode GemmEpilogue::mode_of(int arg) const {
+  const std::vector<int64_t>& st = k_.args.at(static_cast<size_t>(arg)).strides;
+  const size_t r = st.size();
+  if (st[r - 1] == 0) return Mode::Uniform;
+  bool aligned = st[r - 1] == 1 && k_.gemm.n % vec_ == 0 && st[r - 2] % vec_ == 0 &&
+                 vec_ * dtype_bytes(k_.args.at(static_cast<size_t>(arg)).type.dtype) <= 32;
+  for (size_t d = 0; d + 2 < r; ++d) aligned = aligned && st[d] % vec_ == 0;
+  return aligned ? Mode::Vector : Mode::Strided;
+}
+
+std::string GemmEpilogue::describe() const {
+  std::string s = fmt::format("{} columns per call", vec_);
+  for (int i : inputs_) {
+    const Mode m = mode_of(i);
+    s += fmt::format("; %{} {}", k_.args[i].name,
+                     m == Mode::Vector ? "one vector" : m == Mode::Uniform ? "one value per row" : "per element");
+  }
+  s += vector_stores_ ? "; outputs as vectors" : "; outputs element by element (N is not a multiple of the vector)";
+  return s;
+}
+
+std::string GemmEpilogue::element_function() const {
+  std::vector<std::string> params = {"const float acc"};
+  for (size_t i = 0; i < inputs_.size(); ++i) params.push_back(fmt::format("const {} a{}", type_of(inputs_[i]), i));
+  for (size_t j = 0; j < index_ops_.size(); ++j) params.push_back(fmt::format("const unsigned long long x{}", j));
+  for (size_t o = 0; o < outputs_.size(); ++o) params.push_back(fmt::format("{}& o{}", type_of(outputs_[o]), o));
+  std::string s = fmt::format("static __device__ __forceinline__ void {}_element({}) {{\n", k_.name,
+                              fmt::join(params, ", "));
+  auto position = [](const std::vector<int>& v, int arg) {
+    return static_cast<size_t>(std::find(v.begin(), v.end(), arg) - v.begin());
+  };
+  size_t index_pos = 0;
+  for (size_t id = 0; id < k_.body.size(); ++id) {
+    const ir::ScalarOp& op = k_.body[id];
+    std::string value;
+    switch (op.kind) {
+      case ScalarKind::Acc:
+        value = op.dtype == DType::f16    ? "kiln_round_f16(acc)"
+                : op.dtype == DType::bf16 ? "kiln_round_bf16(acc)"
+                                          : "acc";
+        break;
+      case ScalarKind::Load:
+        if (op.arg == k_.gemm.a.arg || op.arg == k_.gemm.b.arg)
+          throw Error(fmt::format("kernel @{}: the epilogue loads an operand of the product", k_.name));
+        value = load_expr(op.dtype, fmt::format("a{}", position(inputs_, op.arg)));
+        break;
+      case ScalarKind::Const: value = const_expr(op.dtype, op.value); break;
+      case ScalarKind::Index: value = index_expr(op.dtype, fmt::format("x{}", index_pos++)); break;
+      case ScalarKind::Op: {
+        std::vector<DType> types;
+        std::vector<std::string> names;
+        for (int x : op.operands) {
+          types.push_back(k_.body[x].dtype);
+          names.push_back(fmt::format("r{}", x));
+        }
+        value = op_expr(op.op, op.attrs, op.dtype, types, names);
+        break;
+      }
+      case ScalarKind::Store:
+        s += fmt::format("  o{} = {};\n", position(outputs_, op.arg),
+                         store_expr(op.dtype, fmt::format("r{}", op.operands[0])));
+        continue;
+      case ScalarKind::Reduce: throw Error(fmt::format("kernel @{}: a gemm epilogue cannot reduce", k_.name));
+    }
+    s += fmt::format("  const {} r{} = {};\n", register_type(op.dtype), id, value);
+  }
+  return s + "}\n";
+}
+
+std::string GemmEpilogue::row_offset(int arg) const {
+  const std::vector<int64_t>& st = k_.args.at(static_cast<size_t>(arg)).strides;
+  const size_t r = st.size();
+  const std::vector<int64_t> batch_strides(st.begin(), st.end() - 2);
+  return fmt::format("{} + (long long)m * {}ll", batch_offset_code(batch_dims(k_), batch_strides, "batch"), st[r - 2]);
+}
+
+std::string GemmEpilogue::index_code(const std::vector<int64_t>& coeffs, const std::string& col) const {
+  const size_t r = coeffs.size();
+  const std::vector<int64_t> batch_coeffs(coeffs.begin(), coeffs.end() - 2);
+  return fmt::format("(unsigned long long)({} + (long long)m * {}ll + (long long)({}) * {}ll)",
+                     batch_offset_code(batch_dims(k_), batch_coeffs, "batch"), coeffs[r - 2], col, coeffs[r - 1]);
+}
+
+std::string GemmEpilogue::function_params() const {
+  std::vector<std::string> params;
+  for (int i : inputs_) params.push_back(fmt::format("const {}* __restrict__ {}", type_of(i), params_[i]));
+  for (int o : outputs_) params.push_back(fmt::format("{}* __restrict__ {}", type_of(o), params_[o]));
+  params.push_back("const unsigned batch");
+  params.push_back("const int m");
+  params.push_back("const int n");
+  params.push_back(fmt::format("const float (&acc)[{}]", vec_));
+  return fmt::format("{}", fmt::join(params, ", "));
+}
+
+std::string GemmEpilogue::vector_function() const {
+  const int64_t M = k_.gemm.m, N = k_.gemm.n;
+  std::string s = fmt::format("static __device__ __forceinline__ void {}_epilogue({}) {{\n", k_.name, function_params());
+  s += fmt::format("  if (m >= {} || n >= {}) return;\n", M, N);
+  for (int i : inputs_) s += fmt::format("  const long long row{} = {};\n", i, row_offset(i));
+  for (int o : outputs_)
+    s += fmt::format("  const long long row{} = (long long)batch * {}ll + (long long)m * {}ll;\n", o, M * N, N);
+  auto element_call = [&](bool full) {
+    std::vector<std::string> args = {"acc[j]"};
+    for (int i : inputs_) {
+      const int64_t sn = k_.args[i].strides.back();
+      const Mode m = mode_of(i);
+      if (full && m == Mode::Vector) args.push_back(fmt::format("v{}.v[j]", i));
+      else if (full && m == Mode::Uniform) args.push_back(fmt::format("v{}", i));
+      else args.push_back(fmt::format("{}[row{} + (long long)(n + j) * {}ll]", params_[i], i, sn));
+    }
+    for (size_t j = 0; j < index_ops_.size(); ++j)
+      args.push_back(index_code(k_.body[static_cast<size_t>(index_ops_[j])].coeffs, "n + j"));
+    for (int o : outputs_)
+      args.push_back(full && vector_stores_ ? fmt::format("w{}.v[j]", o) : fmt::format("{}[row{} + n + j]", params_[o], o));
+    return fmt::format("{}_element({});\n", k_.name, fmt::join(args, ", "));
+  };
+  const bool edge = N % vec_ != 0;  // a vector of the last columns can run past N
+  s += edge ? fmt::format("  if (n + {} <= {}) {{\n", vec_, N) : "  {\n";
+  for (int i : inputs_) {
+    const Mode m = mode_of(i);
+    const std::string vt = fmt::format("kiln_vec<{}, {}>", type_of(i), vec_);
+    if (m == Mode::Vector)
+      s += fmt::format("    const {} v{} = *reinterpret_cast<const {}*>({} + row{} + n);\n", vt, i, vt, params_[i], i);
+    if (m == Mode::Uniform) s += fmt::format("    const {} v{} = {}[row{}];\n", type_of(i), i, params_[i], i);
+  }
+  if (vector_stores_)
+    for (int o : outputs_) s += fmt::format("    kiln_vec<{}, {}> w{};\n", type_of(o), vec_, o);
+  s += fmt::format("#pragma unroll\n    for (int j = 0; j < {}; ++j) {}", vec_, element_call(true));
+  if (vector_stores_)
+    for (int o : outputs_)
+      s += fmt::format("    *reinterpret_cast<kiln_vec<{}, {}>*>({} + row{} + n) = w{};\n", type_of(o), vec_,
+                       params_[o], o, o);
+  s += "  }\n";
+  if (edge) {
+    s += "  else {\n";
+    s += fmt::format("#pragma unroll\n    for (int j = 0; j < {}; ++j)\n      if (n + j < {}) {}", vec_, N,
+                     element_call(false));
+    s += "  }\n";
+  }
+  return s + "}\n";
+}
+
+std::string GemmEpilogue::functions() const { return element_function() + vector_function(); }
+
+std::string GemmEpilogue::call(const std::string& m, const std::string& n, const std::string& acc) const {
+  std::vector<std::string> args;
+  for (int i : inputs_) args.push_back(params_[i]);
+  for (int o : outputs_) args.push_back(params_[o]);
+  args.push_back("batch");
+  args.push_back(m);
+  args.push_back(n);
+  args.push_back(acc);
+  return fmt::format("{}_epilogue({});\n", k_.name, fmt::join(args, ", "));
+}
+
+}  // namespace kiln::codegen

@@ -1,0 +1,12 @@
+// The gemm kernels' device helpers (cp.async, ldmatrix, mma.sync): the definitions a
+// generated kernel calls, for its file's prelude.
+#pragma once
+#include <string>
+
+namespace kiln::codegen {
+
+// The definitions of the gemm helpers (kiln_ldmatrix_x4, kiln_mma_f16, ...) that
+// `code` calls, callees first.
+std::string gemm_helper_definitions(const std::string& code);
+
+}  // namespace kiln::codegen

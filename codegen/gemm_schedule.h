@@ -1,0 +1,58 @@
+// A gemm schedule: the parts of a gemm kernel that depend on how its products run.
+// The gemm emitter (gemm_emitter.cpp) writes the frame every schedule shares (the
+// tile a block computes, its batch entry and K slice, the pipeline over K steps, the
+// split-K exchange and the epilogue calls) and asks the schedule for the rest: its
+// per-thread setup, how a K step is loaded into a shared-memory stage and multiplied,
+// and where the thread's accumulators sit in the output.
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "ir/kernel.h"
+
+namespace kiln::codegen {
+
+// Code for one vector of a thread's outputs: columns [n, n + vec) of row m (code
+// expressions), with their fp32 accumulators in the float[vec] array `values`.
+using VectorVisit =
+    std::function<std::string(const std::string& indent, const std::string& m, const std::string& n,
+                              const std::string& values)>;
+
+class GemmSchedule {
+public:
+  virtual ~GemmSchedule() = default;
+
+  // Lines for the kernel's header comment ("//   ..."), each ending in a newline.
+  virtual std::string describe() const = 0;
+  virtual int threads() const = 0;
+  virtual int stage_bytes() const = 0;  // shared memory of one pipeline stage
+  virtual int stages() const = 0;
+  virtual bool async_copies() const = 0;  // whether any operand moves with cp.async
+  // Per-thread setup, after the frame has defined m0, n0, batch, k_begin and k_end.
+  virtual std::string setup() const = 0;
+  // The accumulators' declaration, zeroed.
+  virtual std::string accumulators() const = 0;
+  // Loads of the K step at element `k0` into the stage at byte `stage`: started by
+  // issue(), finished by commit() (empty where copies complete on their own).
+  virtual std::string issue(const std::string& indent, const std::string& stage, const std::string& k0) const = 0;
+  virtual std::string commit(const std::string& indent, const std::string& stage, const std::string& k0) const = 0;
+  // The products of the stage at byte `stage` into the accumulators.
+  virtual std::string compute(const std::string& indent, const std::string& stage) const = 0;
+  // Columns per epilogue call.
+  virtual int vec() const = 0;
+  // After the main loop: every output vector of the thread with its accumulators.
+  virtual std::string accumulator_walk(const VectorVisit& visit) const = 0;
+  // The same vectors' positions, without values (`values` is empty): for the block
+  // that sums a split K's partials.
+  virtual std::string position_walk(const VectorVisit& visit) const = 0;
+};
+
+// The schedule the kernel's config names (mma_sync or simt).
+std::unique_ptr<GemmSchedule> make_gemm_schedule(const ir::Kernel& k, const std::vector<std::string>& params);
+
+// gemm_mma_schedule.cpp and gemm_simt_schedule.cpp.
+std::unique_ptr<GemmSchedule> make_mma_schedule(const ir::Kernel& k, const std::vector<std::string>& params);
+std::unique_ptr<GemmSchedule> make_simt_schedule(const ir::Kernel& k, const std::vector<std::string>& params);
+
+}  // namespace kiln::codegen

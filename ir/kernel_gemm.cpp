@@ -1,0 +1,163 @@
+// The gemm kind's kernel IR: operand layouts, the matmul line of the text form and
+// the checks of a gemm kernel's core (see kernel_gemm.h).
+#include "ir/kernel_gemm.h"
+
+#include <fmt/format.h>
+
+#include "ir/error.h"
+#include "ir/kernel.h"
+
+namespace kiln::ir {
+
+namespace {
+
+// The logical operand's shape: [batch..., M, K] for A, [batch..., K, N] for B.
+Shape operand_space(const GemmCore& g, bool operand_a) {
+  Shape s = g.batch;
+  s.push_back(operand_a ? g.m : g.k);
+  s.push_back(operand_a ? g.k : g.n);
+  return s;
+}
+
+std::string strides_str(const std::vector<int64_t>& v) { return fmt::format("[{}]", fmt::join(v, ",")); }
+
+}  // namespace
+
+GemmLayout gemm_layout(const Kernel& k, bool operand_a) {
+  const GemmOperand& op = operand_a ? k.gemm.a : k.gemm.b;
+  const std::vector<int64_t>& st = k.args.at(static_cast<size_t>(op.arg)).strides;
+  const size_t r = st.size();
+  // Matrix dims: for A (rows M, cols K), for B (rows K, cols N).
+  const int64_t rows_stride = st[r - 2], cols_stride = st[r - 1];
+  const int64_t k_stride = operand_a ? cols_stride : rows_stride;
+  const int64_t other_stride = operand_a ? rows_stride : cols_stride;
+  const int64_t outer = operand_a ? k.gemm.m : k.gemm.n;
+  GemmLayout l;
+  l.outer = outer;
+  l.batch_strides.assign(st.begin(), st.end() - 2);
+  // A dim of size 1 has stride 0 and no say: the other dim decides, and a row stride
+  // of 0 is replaced by the extent it would have (any value reads the same elements).
+  if (k.gemm.k == 1) l.k_contiguous = other_stride != 1;
+  else l.k_contiguous = k_stride == 1;
+  const int64_t row_stride = l.k_contiguous ? other_stride : k_stride;
+  l.ld = row_stride != 0 ? row_stride : (l.k_contiguous ? k.gemm.k : outer);
+  return l;
+}
+
+namespace {
+
+// Whether every chunk of `chunk` elements along the operand's contiguous dim starts at
+// a multiple of `chunk` and lies inside the matrix.
+bool chunks_aligned(const Kernel& k, bool operand_a, int64_t chunk) {
+  const GemmLayout l = gemm_layout(k, operand_a);
+  const int64_t extent = l.k_contiguous ? k.gemm.k : l.outer;
+  bool aligned = extent % chunk == 0 && l.ld % chunk == 0;
+  for (int64_t s : l.batch_strides) aligned = aligned && s % chunk == 0;
+  return aligned;
+}
+
+}  // namespace
+
+bool gemm_operand_async(const Kernel& k, bool operand_a) {
+  const GemmOperand& op = operand_a ? k.gemm.a : k.gemm.b;
+  return op.prologue.empty() && chunks_aligned(k, operand_a, 16 / dtype_bytes(k.gemm.operand_dtype));
+}
+
+bool gemm_operand_vector_loads(const Kernel& k, bool operand_a) {
+  const GemmOperand& op = operand_a ? k.gemm.a : k.gemm.b;
+  const int64_t chunk = 16 / dtype_bytes(k.gemm.operand_dtype);
+  const int src_bytes = dtype_bytes(k.args.at(static_cast<size_t>(op.arg)).type.dtype);
+  return chunk * src_bytes <= 32 && chunks_aligned(k, operand_a, chunk);
+}
+
+std::string gemm_compute_name(const GemmCore& g) {
+  if (g.operand_dtype == DType::f32 && g.tf32) return "tf32";
+  return std::string(dtype_name(g.operand_dtype));
+}
+
+int64_t gemm_batch_count(const GemmCore& g) { return numel(g.batch); }
+
+std::string gemm_core_str(const Kernel& k) {
+  const GemmCore& g = k.gemm;
+  auto operand = [&](bool a) {
+    const GemmOperand& op = a ? g.a : g.b;
+    const KernelArg& arg = k.args.at(static_cast<size_t>(op.arg));
+    const GemmLayout l = gemm_layout(k, a);
+    std::string s = fmt::format("{} %{} strides{} [{} contiguous]", a ? "a" : "b", arg.name, strides_str(arg.strides),
+                                l.k_contiguous ? "K" : (a ? "M" : "N"));
+    if (!op.prologue.empty()) {
+      s += " prologue {";
+      for (size_t id = 0; id < op.prologue.size(); ++id)
+        s += (id ? "; " : " ") + print_scalar_op(k, op.prologue[id], id);
+      s += " }";
+    }
+    return s;
+  };
+  std::string batch = g.batch.empty() ? "" : fmt::format("batch {} ", shape_str(g.batch));
+  return fmt::format("matmul {}{}x{}x{} {} {} {} -> f32", batch, g.m, g.n, g.k, operand(true), operand(false),
+                     gemm_compute_name(g));
+}
+
+void verify_gemm(const Kernel& k) {
+  auto fail = [&](const std::string& what) { throw Error(fmt::format("kernel @{}: {}", k.name, what)); };
+  const GemmCore& g = k.gemm;
+  if (g.m < 1 || g.n < 1 || g.k < 1) fail(fmt::format("matmul sizes {}x{}x{} must be positive", g.m, g.n, g.k));
+  if (g.operand_dtype != DType::f16 && g.operand_dtype != DType::bf16 && g.operand_dtype != DType::f32)
+    fail(fmt::format("matmul operands must be f16, bf16 or f32, not {}", dtype_name(g.operand_dtype)));
+  if (g.tf32 && g.operand_dtype != DType::f32) fail("tf32 applies to f32 operands only");
+  Shape out = g.batch;
+  out.push_back(g.m);
+  out.push_back(g.n);
+  if (k.space() != out)
+    fail(fmt::format("the output space {} is not the product's [batch..., M, N] = {}", shape_str(k.space()),
+                     shape_str(out)));
+  for (bool a : {true, false}) {
+    const GemmOperand& op = a ? g.a : g.b;
+    const char* which = a ? "A" : "B";
+    if (op.arg < 0 || static_cast<size_t>(op.arg) >= k.args.size()) fail(fmt::format("operand {} names no argument", which));
+    const KernelArg& arg = k.args[static_cast<size_t>(op.arg)];
+    if (arg.is_output) fail(fmt::format("operand {} (%{}) is an output", which, arg.name));
+    const Shape space = operand_space(g, a);
+    if (arg.strides.size() != space.size())
+      fail(fmt::format("operand {} (%{}) has {} strides; its space {} has rank {}", which, arg.name,
+                       arg.strides.size(), shape_str(space), space.size()));
+    int64_t last = 0;
+    for (size_t d = 0; d < space.size(); ++d) {
+      if (arg.strides[d] < 0) fail(fmt::format("operand {} (%{}) has a negative stride", which, arg.name));
+      last += (space[d] - 1) * arg.strides[d];
+    }
+    if (last >= arg.type.numel())
+      fail(fmt::format("operand {} (%{}: {}) is read at offset {}, past its end", which, arg.name, arg.type.str(),
+                       last));
+    const size_t r = space.size();
+    const int64_t k_stride = a ? arg.strides[r - 1] : arg.strides[r - 2];
+    const int64_t other = a ? arg.strides[r - 2] : arg.strides[r - 1];
+    const bool k_one = g.k == 1, other_one = (a ? g.m : g.n) == 1;
+    if (!(k_stride == 1 || k_one) && !(other == 1 || other_one))
+      fail(fmt::format("operand {} (%{}) strides {} have no contiguous matrix dim (stride 1 along K or along {})",
+                       which, arg.name, strides_str(arg.strides), a ? "M" : "N"));
+    // The prologue: loads of the operand, element-wise ops, a last value of the operand dtype.
+    const DType want = op.prologue.empty() ? arg.type.dtype : op.prologue.back().dtype;
+    if (want != g.operand_dtype)
+      fail(fmt::format("operand {} gives {} elements; the products multiply {}", which, dtype_name(want),
+                       dtype_name(g.operand_dtype)));
+    for (size_t id = 0; id < op.prologue.size(); ++id) {
+      const ScalarOp& p = op.prologue[id];
+      for (int x : p.operands)
+        if (x < 0 || static_cast<size_t>(x) >= id)
+          fail(fmt::format("operand {} prologue op %{} uses %{}, which is not defined before it", which, id, x));
+      const bool ok = (p.kind == ScalarKind::Load && p.arg == op.arg && p.dtype == arg.type.dtype) ||
+                      p.kind == ScalarKind::Const ||
+                      (p.kind == ScalarKind::Op && is_elementwise(p.op) &&
+                       static_cast<int>(p.operands.size()) == op_info(p.op).arity);
+      if (!ok)
+        fail(fmt::format("operand {} prologue op %{} ({}) must load the operand, be a constant or an element-wise op",
+                         which, id, print_scalar_op(k, p, id)));
+    }
+  }
+  int acc = 0;
+  for (const ScalarOp& op : k.body) acc += op.kind == ScalarKind::Acc;
+  if (acc > 1) fail("the epilogue reads the accumulator more than once");
+}
+
+}  // namespace kiln::ir

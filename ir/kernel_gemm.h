@@ -1,0 +1,88 @@
+// The GEMM kind's part of the kernel IR: the matrix product at the kernel's core.
+//
+// A gemm kernel computes, for every element (batch..., m, n) of its output space,
+//   acc = sum_k A[batch..., m, k] * B[batch..., k, n]
+// in fp32, then runs its scalar body (the epilogue) at that element, where an `acc`
+// op reads the accumulator as the matmul's value (rounded to the matmul's dtype, as
+// the graph types it). The epilogue reads other inputs and stores outputs exactly as a
+// pointwise body does over the output space [batch..., M, N].
+//
+// The operands are kernel arguments whose strides span the logical operand
+// [batch..., M, K] (A) or [batch..., K, N] (B), one stride per output dim: a batch dim
+// the operand broadcasts over has stride 0 (a weight shared by every batch entry is
+// read in place), and the two matrix strides say the layout: K contiguous (stride 1
+// along K: A row-major, B stored transposed) or the other dim contiguous. Transposes
+// and reshapes of the operands are folded into these strides by lowering. Each operand
+// may carry a prologue: element-wise ops (casts, scales) applied to every element it
+// loads before the product.
+//   kernel @k0 gemm(%a: f16[64,32], %b: f16[32,48], %bias: f16[48] strides[0,1], out %y: f16[64,48])
+//       matmul 64x48x32 a %a [K contiguous] b %b [N contiguous] f16 -> f32
+//       config {schedule = mma_sync, bm = 64, ...} {
+//     %0 = acc : f16
+//     %1 = load %bias : f16
+//     %2 = add %0, %1 : f16
+//     store %y, %2
+//   }
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/dtype.h"
+#include "ir/shape.h"
+
+namespace kiln::ir {
+
+struct Kernel;
+struct ScalarOp;
+
+// One operand of the product.
+struct GemmOperand {
+  int arg = -1;  // the Kernel::args entry it reads
+  // Applied to every loaded element: `load` ops of `arg`, then element-wise ops; the
+  // last op's value is the operand element (of the product's operand dtype). Empty: the
+  // stored element as it is.
+  std::vector<ScalarOp> prologue;
+};
+
+struct GemmCore {
+  Shape batch;  // the output's batch dims (the product's are broadcast to them)
+  int64_t m = 0, n = 0, k = 0;
+  DType operand_dtype = DType::f16;  // what the products multiply: f16, bf16 or f32
+  // f32 operands: multiplied on Tensor Cores after rounding to TF32 (10 mantissa bits)
+  // when set; exactly, on CUDA cores, when not.
+  bool tf32 = false;
+  GemmOperand a, b;
+};
+
+// How one operand is stored, read off its argument's strides.
+struct GemmLayout {
+  bool k_contiguous = true;           // stride 1 along K (else along M for A, N for B)
+  int64_t ld = 0;                     // elements between neighbouring rows of the other dim
+  std::vector<int64_t> batch_strides; // per output batch dim; 0 where it broadcasts
+  int64_t outer = 0;                  // M (A) or N (B): the extent of the non-K dim
+};
+GemmLayout gemm_layout(const Kernel& k, bool operand_a);
+// Whether an operand can move from memory to shared memory as 16-byte copies that
+// bypass registers (cp.async): it has no prologue, and every 16-byte chunk along its
+// contiguous dim starts aligned and lies wholly inside the matrix (the contiguous
+// extent, the row stride and the batch strides are multiples of the chunk). Otherwise
+// its elements go through registers, one at a time where alignment demands.
+bool gemm_operand_async(const Kernel& k, bool operand_a);
+// Whether an operand that goes through registers can still load each 16-byte chunk of
+// the shared tile (8 f16 / bf16 or 4 f32 elements of the operand) as one aligned
+// vector of its stored elements; else it loads them one at a time.
+bool gemm_operand_vector_loads(const Kernel& k, bool operand_a);
+
+// "f16", "bf16", "f32" or "tf32": what the products multiply.
+std::string gemm_compute_name(const GemmCore& g);
+// The number of output matrices (the product of the batch dims).
+int64_t gemm_batch_count(const GemmCore& g);
+
+// The gemm line of the kernel's text form ("matmul 64x48x32 a %a [K contiguous] ...").
+std::string gemm_core_str(const Kernel& k);
+// Checks the core's invariants: shapes agree with the output space, the operands are
+// inputs read in bounds with one contiguous dim, prologues are well formed.
+void verify_gemm(const Kernel& k);
+
+}  // namespace kiln::ir

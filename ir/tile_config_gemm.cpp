@@ -1,0 +1,287 @@
+// The gemm kind's tile rules: which block tiles, warp layouts, pipeline depths and
+// K splits a gemm kernel may use (validate), the list the autotuner sweeps
+// (candidates) and the default picked from the shapes (heuristic).
+//
+// mma_sync: a block of warps_m x warps_n warps computes a bm x bn output tile; each
+// warp owns (bm / warps_m) x (bn / warps_n) of it as m16n8 accumulator fragments, so
+// both parts are multiples of 16 and at most 64 x 64 (128 fp32 accumulators per
+// thread: more spills). Shared memory holds `stages` (bm + bn) x bk operand tiles,
+// then, after the main loop, a 16-row strip of each warp's part for the epilogue.
+// simt: 256 threads in a 16 x 16 grid, each computing a (bm / 16) x (bn / 16) block of
+// the tile with fp32 FFMA, from two stages of bk-deep tiles.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "ir/error.h"
+#include "ir/kernel.h"
+#include "ir/tile_config.h"
+
+namespace kiln::ir {
+
+namespace {
+
+constexpr int64_t kMaxGridX = std::numeric_limits<int32_t>::max();
+constexpr int64_t kMaxGridYZ = 65535;
+constexpr int64_t kMaxWorkspaceFloats = int64_t{1} << 24;  // 64 MiB of split-K partials
+constexpr int kMaxWarpTile = 64 * 64;                      // elements of a warp's accumulators
+constexpr int64_t kMaxHeldRegisters = 160;                 // accumulators + staged operand registers
+constexpr int64_t kMaxElementChunks = 8;                   // chunks a thread loads element by element
+constexpr int kSimtThreads = 256;                          // a 16 x 16 thread grid
+constexpr int kSimtGrid = 16;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The opt-in dynamic shared memory limit of one block on the target GPU.
+int64_t max_shared_bytes() {
+  const int sm = target_sm();
+  if (sm >= 90) return 232448;  // 227 KB
+  if (sm == 80) return 166912;  // 163 KB
+  return 101376;                // 99 KB (sm_86, sm_89)
+}
+
+int default_schedule(const Kernel& k) {
+  return k.gemm.operand_dtype == DType::f32 && !k.gemm.tf32 ? kSimt : kMmaSync;
+}
+
+int64_t output_tiles(const Kernel& k, int bm, int bn) {
+  return ceil_div(k.gemm.m, bm) * ceil_div(k.gemm.n, bn);
+}
+
+}  // namespace
+
+int gemm_threads(const TileConfig& c) { return c.schedule == kSimt ? kSimtThreads : 32 * c.warps_m * c.warps_n; }
+
+int64_t gemm_k_slice(const Kernel& k, const TileConfig& c) {
+  const int64_t split = std::max(1, c.split_k);
+  return ceil_div(ceil_div(k.gemm.k, split), c.bk) * c.bk;
+}
+
+int64_t gemm_shared_bytes(const Kernel& k, const TileConfig& c) {
+  const int64_t esize = dtype_bytes(k.gemm.operand_dtype);
+  const int64_t pipeline = int64_t{c.stages} * (int64_t{c.bm} + c.bn) * c.bk * esize;
+  if (c.schedule == kSimt) return pipeline;
+  // The epilogue's strip: 16 rows of each warp's part, in fp32, rows padded by 4.
+  const int64_t strip = int64_t{c.warps_m} * c.warps_n * 16 * (c.bn / std::max(1, c.warps_n) + 4) * 4;
+  return std::max(pipeline, strip);
+}
+
+int64_t gemm_workspace_floats(const Kernel& k, const TileConfig& c) {
+  if (c.split_k <= 1) return 0;
+  return int64_t{c.split_k} * gemm_batch_count(k.gemm) * k.gemm.m * k.gemm.n;
+}
+
+void validate_gemm(const Kernel& k, const TileConfig& c) {
+  auto fail = [&](const std::string& rule) {
+    throw Error(fmt::format("kernel @{}: tile config {}: {}", k.name, c.str(), rule));
+  };
+  const GemmCore& g = k.gemm;
+  const bool tensor_cores = g.operand_dtype != DType::f32 || g.tf32;
+  if (c.schedule == kMmaSync && !tensor_cores)
+    fail("schedule mma_sync multiplies f16, bf16 or TF32 operands; exact f32 products take schedule simt");
+  if (c.schedule == kSimt && tensor_cores)
+    fail(fmt::format("schedule simt multiplies exact f32; {} products take schedule mma_sync", gemm_compute_name(g)));
+  if (c.schedule != kMmaSync && c.schedule != kSimt) fail("a gemm config needs schedule mma_sync or simt");
+  const int esize = dtype_bytes(g.operand_dtype);
+  if (c.schedule == kMmaSync) {
+    if (c.warps_m < 1 || c.warps_n < 1 || c.warps_m * c.warps_n > 8)
+      fail("warps_m x warps_n must be 1 to 8 warps");
+    if (c.bm % (16 * c.warps_m) != 0 || c.bn % (16 * c.warps_n) != 0)
+      fail(fmt::format("a warp's part ({} x {}) must be a multiple of 16 in both dims", c.bm / c.warps_m,
+                       c.bn / c.warps_n));
+    if ((c.bm / c.warps_m) * (c.bn / c.warps_n) > kMaxWarpTile)
+      fail(fmt::format("a warp's part {} x {} holds more than 64 x 64 accumulators", c.bm / c.warps_m,
+                       c.bn / c.warps_n));
+    // Tiles rows of at least 32 bytes, so that the XOR swizzle spreads ldmatrix's rows
+    // over every bank.
+    if (c.bk * esize < 32 || c.bk * esize > 128 || (c.bk & (c.bk - 1)) != 0)
+      fail(fmt::format("bk = {}: a tile row of K must be 32, 64 or 128 bytes ({}-byte elements)", c.bk, esize));
+    for (int extent : {c.bm, c.bn})
+      if (extent * esize < 32 || (extent & (extent - 1)) != 0 || extent > 256)
+        fail(fmt::format("bm and bn must be powers of two from {} to 256", 32 / esize));
+    if (c.stages < 2 || c.stages > 8) fail("stages must be 2 to 8");
+  } else {
+    if (c.warps_m != 0 || c.warps_n != 0) fail("schedule simt has a fixed 16 x 16 thread grid; leave warps unset");
+    for (int extent : {c.bm, c.bn})
+      if (extent != 32 && extent != 64 && extent != 128) fail("bm and bn must be 32, 64 or 128");
+    if (c.bk != 8 && c.bk != 16 && c.bk != 32) fail("bk must be 8, 16 or 32");
+    if (c.stages != 2) fail("schedule simt double-buffers: stages = 2");
+  }
+  // Registers: the accumulators, and the K step in flight for operands that pass
+  // through registers; past this budget (of 255, with fragments and addresses) ptxas
+  // spills. Element-by-element loads (unaligned operands) also need a register per
+  // element in flight, so fewer of their chunks fit.
+  const int threads = gemm_threads(c);
+  int64_t held = int64_t{c.bm} * c.bn / threads, element_chunks = 0;
+  for (bool a : {true, false}) {
+    if (gemm_operand_async(k, a)) continue;
+    const int chunk = 16 / esize;  // elements per 16-byte chunk of the shared tile
+    const int64_t per_thread = ceil_div(int64_t{a ? c.bm : c.bn} * c.bk / chunk, threads);
+    const int src_bytes = dtype_bytes(k.args.at(static_cast<size_t>((a ? g.a : g.b).arg)).type.dtype);
+    held += per_thread * chunk * src_bytes / 4;
+    if (!gemm_operand_vector_loads(k, a)) element_chunks += per_thread;
+  }
+  if (c.schedule == kSimt && element_chunks > 0 && c.bm * c.bn > 64 * 128)
+    fail("fp32 operands loaded element by element keep simt tiles at 64 x 128 or smaller (more spills)");
+  if (held > kMaxHeldRegisters || element_chunks > kMaxElementChunks)
+    fail(fmt::format("each thread would hold {} accumulator and operand registers and {} chunks loaded element by "
+                     "element; more than {} and {} spill",
+                     held, element_chunks, kMaxHeldRegisters, kMaxElementChunks));
+  if (c.group < 1 || c.group > 64) fail("group must be 1 to 64 tile rows");
+  if (c.split_k < 1 || c.split_k > kMaxGridYZ) fail(fmt::format("split_k must be 1 to {}", kMaxGridYZ));
+  if (c.split_k > 1) {
+    const int64_t slice = gemm_k_slice(k, c);
+    if ((c.split_k - 1) * slice >= g.k)
+      fail(fmt::format("split_k = {} leaves an empty slice of K = {} (slices of {})", c.split_k, g.k, slice));
+    if (gemm_workspace_floats(k, c) > kMaxWorkspaceFloats)
+      fail(fmt::format("split_k = {} needs {} MiB of partials, more than {} MiB", c.split_k,
+                       gemm_workspace_floats(k, c) * 4 >> 20, kMaxWorkspaceFloats * 4 >> 20));
+  }
+  if (gemm_shared_bytes(k, c) > max_shared_bytes())
+    fail(fmt::format("it needs {} bytes of shared memory; a block has at most {} on sm_{}", gemm_shared_bytes(k, c),
+                     max_shared_bytes(), target_sm()));
+  if (output_tiles(k, c.bm, c.bn) > kMaxGridX) fail("too many output tiles for one grid");
+  if (gemm_batch_count(g) > kMaxGridYZ)
+    fail(fmt::format("{} batch entries; a launch covers at most {}", gemm_batch_count(g), kMaxGridYZ));
+}
+
+namespace {
+
+// K slices for a product whose tiles do not fill the GPU: powers of two while the
+// blocks stay within a few per SM and every slice keeps 8 or more K steps.
+std::vector<int> split_choices(const Kernel& k, int bm, int bn, int bk) {
+  const int64_t tiles = output_tiles(k, bm, bn) * gemm_batch_count(k.gemm);
+  std::vector<int> splits{1};
+  if (tiles >= kTargetSMs) return splits;
+  for (int s = 2; s <= 16 && tiles * s <= 4 * kTargetSMs && k.gemm.k / s >= 8 * bk; s *= 2) splits.push_back(s);
+  return splits;
+}
+
+// The best split of split_choices for a default: the most blocks up to 4 an SM.
+int default_split(const Kernel& k, int bm, int bn, int bk) { return split_choices(k, bm, bn, bk).back(); }
+
+struct MmaShape {
+  int bm, bn, warps_m, warps_n;
+};
+
+// Block tiles the sweep tries, large first; a tile much larger than the product is dropped.
+constexpr MmaShape kMmaShapes[] = {
+    {128, 256, 2, 4}, {256, 128, 4, 2}, {128, 128, 2, 2}, {128, 128, 2, 4}, {64, 256, 1, 4},
+    {64, 128, 1, 4},  {128, 64, 2, 2},  {64, 64, 2, 2},   {32, 128, 1, 4},  {32, 256, 1, 8},
+    {16, 128, 1, 4},  {16, 256, 1, 8},  {16, 64, 1, 4},   {32, 64, 1, 4},
+};
+
+// A tile extent worth trying for a product extent: not much larger than it, and not
+// much smaller where the product is large (small tiles read A and B many times over).
+bool fits(int64_t extent, int tile) { return (tile <= 64 || tile < 2 * extent) && (extent < 512 || tile >= 64); }
+
+}  // namespace
+
+namespace {
+
+std::vector<TileConfig> gemm_sweep(const Kernel& k) {
+  std::vector<TileConfig> out;
+  auto keep = [&](const TileConfig& c) {
+    try {
+      validate_gemm(k, c);
+      out.push_back(c);
+    } catch (const Error&) {
+    }
+  };
+  const GemmCore& g = k.gemm;
+  if (default_schedule(k) == kSimt) {
+    for (int bm : {64, 128})
+      for (int bn : {64, 128})
+        for (int bk : {8, 16}) {
+          if (!fits(g.m, bm) || !fits(g.n, bn)) continue;
+          for (int split : split_choices(k, bm, bn, bk))
+            keep(TileConfig{.schedule = kSimt, .bm = bm, .bn = bn, .bk = bk, .stages = 2, .group = 8, .split_k = split});
+        }
+    return out;
+  }
+  const int esize = dtype_bytes(g.operand_dtype);
+  for (const MmaShape& s : kMmaShapes) {
+    if (!fits(g.m, s.bm) || !fits(g.n, s.bn)) continue;
+    for (int bk : {64 / esize, 128 / esize}) {  // rows of 64 and 128 bytes
+      for (int stages : {3, 4}) {
+        for (int split : split_choices(k, s.bm, s.bn, bk))
+          keep(TileConfig{.schedule = kMmaSync, .bm = s.bm, .bn = s.bn, .bk = bk, .warps_m = s.warps_m,
+                          .warps_n = s.warps_n, .stages = stages, .group = 8, .split_k = split});
+      }
+    }
+  }
+  return out;
+}
+
+bool valid(const Kernel& k, const TileConfig& c) {
+  try {
+    validate_gemm(k, c);
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+// The preferred config, else the first legal one of ever smaller tiles and shorter
+// pipelines: a heuristic always returns a legal config.
+TileConfig first_legal(const Kernel& k, TileConfig c) {
+  for (TileConfig t = c;; ) {
+    t.split_k = default_split(k, t.bm, t.bn, t.bk);
+    for (int stages = t.stages; stages >= 2; --stages) {
+      t.stages = stages;
+      if (valid(k, t)) return t;
+    }
+    t.stages = c.stages;
+    // Halve the larger of the two extents (and the warps along it), then K's.
+    if (t.bm >= t.bn && t.bm > 32) {
+      t.bm /= 2;
+      if (t.warps_m > 1) t.warps_m /= 2;
+    } else if (t.bn > 32) {
+      t.bn /= 2;
+      if (t.warps_n > 1) t.warps_n /= 2;
+    } else if (t.bk > 8) {
+      t.bk /= 2;
+    } else {
+      throw Error(fmt::format("kernel @{}: no legal gemm config for {}x{}x{}", k.name, k.gemm.m, k.gemm.n,
+                              k.gemm.k));
+    }
+  }
+}
+
+}  // namespace
+
+TileConfig gemm_heuristic(const Kernel& k) {
+  const GemmCore& g = k.gemm;
+  const int64_t batch = gemm_batch_count(g);
+  if (default_schedule(k) == kSimt) {
+    const int bm = g.m <= 32 ? 32 : g.m <= 64 ? 64 : 128, bn = g.n <= 32 ? 32 : g.n <= 64 ? 64 : 128;
+    return first_legal(k, TileConfig{.schedule = kSimt, .bm = bm, .bn = bn, .bk = 16, .stages = 2, .group = 8,
+                                     .split_k = 1});
+  }
+  const int bk = 64 / dtype_bytes(g.operand_dtype);  // 64-byte rows of K
+  // Narrow products (decode-like M): one row of m16 fragments, warps side by side along
+  // N. Otherwise 128-row tiles as wide as N allows, and narrower ones when the wide
+  // tiles would leave SMs idle.
+  const int bn = g.n <= 64 ? 64 : g.n <= 128 ? 128 : 256;
+  MmaShape s{128, 256, 2, 4};
+  if (g.m <= 16) s = {16, std::min(bn, 128), 1, 4};
+  else if (g.m <= 32) s = {32, std::min(bn, 128), 1, 4};
+  else if (g.m <= 64) s = {64, std::min(bn, 128), 1, 4};
+  else if (bn == 64) s = {128, 64, 2, 2};
+  else if (bn == 128 || output_tiles(k, 128, 256) * batch < kTargetSMs) s = {128, 128, 2, 2};
+  TileConfig c{.schedule = kMmaSync, .bm = s.bm, .bn = s.bn, .bk = bk, .warps_m = s.warps_m, .warps_n = s.warps_n,
+               .stages = 4, .group = 8, .split_k = 1};
+  if (s.bm <= 64) c.bk = 2 * bk;  // narrow tiles stream B: longer K steps keep more bytes in flight
+  return first_legal(k, c);
+}
+
+std::vector<TileConfig> gemm_candidates(const Kernel& k) {
+  std::vector<TileConfig> out = gemm_sweep(k);
+  // The default always takes part: the sweep times it first and keeps it on a tie.
+  const TileConfig fallback = gemm_heuristic(k);
+  if (std::find(out.begin(), out.end(), fallback) == out.end()) out.insert(out.begin(), fallback);
+  return out;
+}
+
+}  // namespace kiln::ir

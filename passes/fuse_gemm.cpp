@@ -1,0 +1,195 @@
+// Gemm grouping (see fuse_gemm.h). Every candidate group is checked by building its
+// kernel (build_gemm); the first that builds is kept.
+#include "passes/fuse_gemm.h"
+
+#include <unordered_map>
+#include <unordered_set>
+
+#include "ir/error.h"
+#include "passes/lower_gemm.h"
+
+namespace kiln::passes {
+
+using ir::Node;
+using ir::Value;
+
+namespace {
+
+bool is_view(const Node& n) { return ir::op_info(n.op).category == ir::OpCategory::View; }
+
+// A constant, or a view of one: what a prologue may combine its operand with.
+bool constant_like(const Value* v) {
+  while (v->producer && is_view(*v->producer)) v = v->producer->operands[0];
+  return v->producer && v->producer->op == ir::OpKind::Const;
+}
+
+class GemmGrouper {
+public:
+  GemmGrouper(const ir::Graph& g, const std::vector<RowGroup>& planned) : nodes_(g.nodes()), users_(g.users()) {
+    std::unordered_set<const Value*> needed(g.outputs().begin(), g.outputs().end());
+    for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it) {
+      if (!needed.count((*it)->result)) continue;
+      live_.insert(*it);
+      for (const Value* v : (*it)->operands) needed.insert(v);
+    }
+    outputs_.insert(g.outputs().begin(), g.outputs().end());
+    for (const RowGroup& grp : planned)
+      for (const Node* n : grp.nodes)
+        if (!is_free_node(*n)) taken_.insert(n);
+  }
+
+  std::vector<RowGroup> run() {
+    std::vector<RowGroup> groups;
+    for (const Node* n : nodes_) {
+      if (n->op != ir::OpKind::Matmul || !live_.count(n) || taken_.count(n)) continue;
+      RowGroup grp{n->result->type.shape, form(n), "gemm", {}};
+      for (const Node* m : grp.nodes)
+        if (!is_free_node(*m)) taken_.insert(m);
+      groups.push_back(std::move(grp));
+    }
+    return groups;
+  }
+
+private:
+  // Whether the only readers of `n` are nodes of `chain` or the matmul itself.
+  bool used_only_by(const Node* n, const std::set<const Node*>& chain, const Node* matmul) const {
+    if (outputs_.count(n->result)) return false;
+    for (const Node* u : users_[n->result->id])
+      if (u != matmul && !chain.count(u) && live_.count(u)) return false;
+    return true;
+  }
+
+  // The views (and, with `prologue`, the casts and scales by constants) from the
+  // matmul's operand down towards the tensor it reads. Views may be shared (fuse
+  // copies them); a prologue op must feed this operand alone.
+  std::set<const Node*> operand_chain(const Node* matmul, int index, bool prologue) const {
+    std::set<const Node*> chain;
+    const Value* v = matmul->operands[static_cast<size_t>(index)];
+    while (v->producer && !taken_.count(v->producer)) {
+      const Node* n = v->producer;
+      if (is_view(*n)) {
+        chain.insert(n);
+        v = n->operands[0];
+        continue;
+      }
+      if (!prologue || !ir::is_elementwise(n->op) || !is_float(n->result->type.dtype) ||
+          !used_only_by(n, chain, matmul))
+        break;
+      const Value* main = nullptr;  // the one operand that is not a constant
+      bool ok = true;
+      for (const Value* u : n->operands) {
+        if (constant_like(u)) continue;
+        ok = ok && !main;
+        main = u;
+      }
+      if (!ok || !main || !is_float(main->type.dtype)) break;
+      chain.insert(n);
+      for (const Value* u : n->operands) {  // the constants, through their views
+        if (u == main) continue;
+        for (const Value* c = u; c->producer; c = c->producer->operands[0]) {
+          chain.insert(c->producer);
+          if (c->producer->operands.empty()) break;
+        }
+      }
+      v = main;
+    }
+    return chain;
+  }
+
+  bool depends_on(const Value* v, const std::set<const Node*>& group) const {
+    std::vector<const Value*> stack{v};
+    std::unordered_set<const Value*> seen;
+    while (!stack.empty()) {
+      const Value* x = stack.back();
+      stack.pop_back();
+      if (!x->producer || !seen.insert(x).second) continue;
+      if (group.count(x->producer)) return true;
+      for (const Value* u : x->producer->operands) stack.push_back(u);
+    }
+    return false;
+  }
+
+  // The element-wise consumers of the product over the output's shape, in order, with
+  // the constants and views they read.
+  std::set<const Node*> epilogue(const Node* matmul) const {
+    const Shape& shape = matmul->result->type.shape;
+    std::set<const Node*> group{matmul};
+    std::set<const Node*> computed{matmul};
+    for (const Node* n : nodes_) {
+      if (computed.count(n) || !live_.count(n) || taken_.count(n) || !ir::is_elementwise(n->op)) continue;
+      if (n->result->type.shape != shape) continue;
+      bool reads_group = false, independent = true;
+      for (const Value* u : n->operands) {
+        if (u->producer && computed.count(u->producer)) reads_group = true;
+        else independent = independent && !depends_on(u, computed);
+      }
+      if (!reads_group || !independent) continue;
+      computed.insert(n);
+      group.insert(n);
+      for (const Value* u : n->operands)
+        for (const Value* w = u; w->producer && is_free_node(*w->producer) && !computed.count(w->producer);) {
+          group.insert(w->producer);
+          if (w->producer->operands.empty()) break;
+          w = w->producer->operands[0];
+        }
+    }
+    group.erase(matmul);
+    return group;
+  }
+
+  // The computed values of the group that something outside it reads.
+  std::vector<const Value*> escaping(const std::set<const Node*>& group) const {
+    std::vector<const Value*> out;
+    for (const Node* n : nodes_) {
+      if (!group.count(n) || is_free_node(*n)) continue;
+      bool leaves = outputs_.count(n->result) > 0;
+      for (const Node* u : users_[n->result->id]) leaves = leaves || (!group.count(u) && live_.count(u));
+      if (leaves) out.push_back(n->result);
+    }
+    return out;
+  }
+
+  bool viable(const Node* matmul, const std::set<const Node*>& group) const {
+    std::vector<const Value*> roots = escaping(group);
+    if (roots.empty()) return false;
+    for (const Node* n : group)
+      for (const Value* u : n->operands)
+        if (u->producer && !group.count(u->producer) && depends_on(u, group)) return false;
+    try {
+      build_gemm("check", *matmul, group, roots, {});
+      return true;
+    } catch (const Error&) {
+      return false;
+    }
+  }
+
+  std::set<const Node*> form(const Node* matmul) const {
+    const std::set<const Node*> tail = epilogue(matmul);
+    for (int attempt = 0; attempt < 4; ++attempt) {
+      std::set<const Node*> group{matmul};
+      if (attempt < 3) {  // 0: all; 1: no epilogue; 2: views only; 3: the matmul alone
+        for (int i = 0; i < 2; ++i) {
+          std::set<const Node*> chain = operand_chain(matmul, i, attempt < 2);
+          group.insert(chain.begin(), chain.end());
+        }
+      }
+      if (attempt == 0) group.insert(tail.begin(), tail.end());
+      if (attempt == 3 || viable(matmul, group)) return group;
+    }
+    return {matmul};
+  }
+
+  std::vector<Node*> nodes_;
+  std::vector<std::vector<Node*>> users_;
+  std::unordered_set<const Node*> live_;
+  std::unordered_set<const Value*> outputs_;
+  std::unordered_set<const Node*> taken_;
+};
+
+}  // namespace
+
+std::vector<RowGroup> plan_gemm_groups(const ir::Graph& g, const std::vector<RowGroup>& planned) {
+  return GemmGrouper(g, planned).run();
+}
+
+}  // namespace kiln::passes
