@@ -1,5 +1,6 @@
-// The kernel IR's helpers: the iteration space and its collapsed form, the
-// verifier and the printer (see kernel.h for the text form).
+// The kernel IR's generic part: kind names, the iteration space and its collapsed
+// form (each reduction kind's form in ir/kernel_<kind>.cpp), the verifier and the
+// printer (see kernel.h for the text form).
 #include "ir/kernel.h"
 
 #include <fmt/format.h>
@@ -9,6 +10,7 @@
 #include <set>
 
 #include "ir/error.h"
+#include "ir/kernel_internal.h"
 
 namespace kiln::ir {
 
@@ -40,29 +42,6 @@ bool is_contiguous(const KernelArg& a, const Shape& space) {
   return a.type.numel() == numel(space) && a.strides == contiguous_strides(space);
 }
 
-std::vector<int64_t> per_row_strides(const Shape& space) {
-  Shape rows(space.begin(), space.end() - (space.empty() ? 0 : 1));
-  std::vector<int64_t> s = contiguous_strides(rows);
-  s.push_back(0);
-  return s;
-}
-
-int64_t row_length(const Kernel& k) { return k.space().empty() ? 1 : k.space().back(); }
-int64_t row_count(const Kernel& k) { return k.numel() / row_length(k); }
-
-bool belongs_to_row(const Kernel& k, const CollapsedSpace& c, int arg) {
-  const std::vector<int64_t>& st = c.arg_strides.at(static_cast<size_t>(arg));
-  if (k.args.at(static_cast<size_t>(arg)).is_output || st.back() == 0) return false;
-  bool owned = row_count(k) == 1;
-  for (size_t d = 0; d + 1 < st.size(); ++d) owned = owned || st[d] != 0;
-  return owned;
-}
-
-namespace {
-
-// The body's values that do not change along the reduced dims: loads and indices whose
-// strides `moves` says stay put there, and ops of such values only. Constants and
-// reductions are uniform.
 std::vector<bool> uniform_values(const Kernel& k, const std::function<bool(const std::vector<int64_t>&)>& moves) {
   std::vector<bool> uniform(k.body.size(), true);
   for (size_t id = 0; id < k.body.size(); ++id) {
@@ -82,48 +61,6 @@ std::vector<bool> uniform_values(const Kernel& k, const std::function<bool(const
   return uniform;
 }
 
-}  // namespace
-
-std::vector<bool> row_uniform(const Kernel& k) {
-  return uniform_values(k, [](const std::vector<int64_t>& s) { return s.back() != 0; });
-}
-
-namespace {
-
-bool is_reduced_axis(const Kernel& k, size_t d) {
-  return std::find(k.reduced_axes.begin(), k.reduced_axes.end(), static_cast<int64_t>(d)) != k.reduced_axes.end();
-}
-
-}  // namespace
-
-int64_t col_reduced_count(const Kernel& k) {
-  int64_t n = 1;
-  for (int64_t d : k.reduced_axes) n *= k.space().at(static_cast<size_t>(d));
-  return n;
-}
-int64_t col_count(const Kernel& k) { return k.numel() / col_reduced_count(k); }
-
-std::vector<int64_t> per_col_strides(const Kernel& k) {
-  const Shape& space = k.space();
-  Shape kept;
-  for (size_t d = 0; d < space.size(); ++d)
-    if (!is_reduced_axis(k, d)) kept.push_back(space[d]);
-  std::vector<int64_t> kept_strides = contiguous_strides(kept), s;
-  for (size_t d = 0, j = 0; d < space.size(); ++d) s.push_back(is_reduced_axis(k, d) ? 0 : kept_strides[j++]);
-  return s;
-}
-
-std::vector<bool> col_uniform(const Kernel& k) {
-  return uniform_values(k, [&](const std::vector<int64_t>& s) {
-    for (int64_t d : k.reduced_axes)
-      if (s.at(static_cast<size_t>(d)) != 0) return true;
-    return false;
-  });
-}
-
-namespace {
-
-// Merges neighbouring dims of `space` that every access walks as one.
 CollapsedSpace merge_dims(const Shape& space, const std::vector<std::vector<int64_t>>& in, size_t num_args) {
   Shape dims;
   std::vector<std::vector<int64_t>> out(in.size());
@@ -150,33 +87,6 @@ CollapsedSpace merge_dims(const Shape& space, const std::vector<std::vector<int6
   return c;
 }
 
-// A col-reduce kernel's form: its reduced dims merged among themselves, then its kept dims.
-CollapsedSpace collapse_col(const Kernel& k, const std::vector<std::vector<int64_t>>& in) {
-  const Shape& space = k.space();
-  CollapsedSpace sides[2];  // reduced, kept
-  for (int kept = 0; kept < 2; ++kept) {
-    Shape dims;
-    std::vector<std::vector<int64_t>> part(in.size());
-    for (size_t d = 0; d < space.size(); ++d) {
-      if (is_reduced_axis(k, d) == (kept == 1)) continue;
-      dims.push_back(space[d]);
-      for (size_t a = 0; a < in.size(); ++a) part[a].push_back(in[a][d]);
-    }
-    sides[kept] = merge_dims(dims, part, k.args.size());
-  }
-  CollapsedSpace c = std::move(sides[0]);
-  c.reduced_dims = static_cast<int>(c.dims.size());
-  c.dims.insert(c.dims.end(), sides[1].dims.begin(), sides[1].dims.end());
-  for (size_t a = 0; a < c.arg_strides.size(); ++a)
-    c.arg_strides[a].insert(c.arg_strides[a].end(), sides[1].arg_strides[a].begin(), sides[1].arg_strides[a].end());
-  for (size_t i = 0; i < c.index_coeffs.size(); ++i)
-    c.index_coeffs[i].insert(c.index_coeffs[i].end(), sides[1].index_coeffs[i].begin(),
-                             sides[1].index_coeffs[i].end());
-  return c;
-}
-
-}  // namespace
-
 CollapsedSpace collapse(const Kernel& k) {
   const Shape& space = k.space();
   std::vector<std::vector<int64_t>> in;  // every access: args, then index ops
@@ -184,26 +94,8 @@ CollapsedSpace collapse(const Kernel& k) {
   for (const ScalarOp& op : k.body)
     if (op.kind == ScalarKind::Index) in.push_back(op.coeffs);
   if (k.kind == KernelKind::ColReduce && !space.empty()) return collapse_col(k, in);
-  if (k.kind != KernelKind::RowReduce || space.empty()) return merge_dims(space, in, k.args.size());
-
-  // The row dims collapse among themselves; the reduced dim stays last, whatever its size.
-  Shape rows(space.begin(), space.end() - 1);
-  std::vector<std::vector<int64_t>> row_in;
-  for (const auto& s : in) row_in.emplace_back(s.begin(), s.end() - 1);
-  CollapsedSpace c;
-  bool one_row = numel(rows) == 1;
-  if (!one_row) c = merge_dims(rows, row_in, k.args.size());
-  if (one_row) {
-    c.dims = {1};
-    c.arg_strides.assign(k.args.size(), {0});
-    c.index_coeffs.assign(in.size() - k.args.size(), {0});
-  }
-  c.dims.push_back(space.back());
-  for (size_t a = 0; a < in.size(); ++a) {
-    auto& target = a < k.args.size() ? c.arg_strides[a] : c.index_coeffs[a - k.args.size()];
-    target.push_back(space.back() == 1 ? 0 : in[a].back());
-  }
-  return c;
+  if (k.kind == KernelKind::RowReduce && !space.empty()) return collapse_row(k, in);
+  return merge_dims(space, in, k.args.size());
 }
 
 namespace {

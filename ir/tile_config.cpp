@@ -1,5 +1,5 @@
-// Tile configs: their text and attribute forms, and the pointwise kind's rules
-// (search space, legality, default).
+// Tile configs: their text and attribute forms, the target GPU generation, and the
+// entry points to the kinds' rules (ir/tile_config_<kind>.cpp), which only dispatch.
 #include "ir/tile_config.h"
 
 #include <fmt/format.h>
@@ -48,30 +48,9 @@ constexpr std::string_view kScheduleNames[] = {"", "mma_sync", "simt"};
 
 bool is_schedule(const Field& f) { return f.member == &TileConfig::schedule; }
 
-constexpr int kMaxVectorBytes = 16;  // the widest load one thread issues (uint4)
-constexpr int kMaxElems = 16;        // elements per thread: beyond this, registers run short
-constexpr int64_t kMaxGrid = std::numeric_limits<int32_t>::max();  // gridDim.x limit
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-// The widest element among the arguments: it bounds the vector width.
-const KernelArg& widest_arg(const Kernel& k) {
-  const KernelArg* w = &k.args.at(0);
-  for (const KernelArg& a : k.args)
-    if (dtype_bytes(a.type.dtype) > dtype_bytes(w->type.dtype)) w = &a;
-  return *w;
-}
-
-// Whether an argument can move `vec` consecutive elements as one vector: it is
-// contiguous over the space, or every vector stays inside one row of the innermost
-// dim where the argument is contiguous (stride 1, aligned) or constant (stride 0).
-bool allows_vec(const std::vector<int64_t>& strides, const Shape& dims, int vec) {
-  if (strides == row_major_strides(dims)) return true;
-  if (dims.back() % vec != 0) return false;
-  if (strides.back() != 0 && strides.back() != 1) return false;
-  for (size_t d = 0; d + 1 < strides.size(); ++d)
-    if (strides[d] % vec != 0) return false;
-  return true;
+// After a switch over every kind: a value outside KernelKind.
+[[noreturn]] void no_rules(const Kernel& k) {
+  throw Error(fmt::format("kernel @{}: no tile rules for kind {}", k.name, kernel_kind_name(k.kind)));
 }
 
 }  // namespace
@@ -131,72 +110,33 @@ TileConfig TileConfig::from_attrs(const Attrs& attrs) {
 }
 
 void validate(const Kernel& k, const TileConfig& c) {
-  if (k.kind == KernelKind::Gemm) return validate_gemm(k, c);
-  if (k.kind == KernelKind::RowReduce) return validate_row_reduce(k, c);
-  if (k.kind == KernelKind::ColReduce) return validate_col_reduce(k, c);
-  auto fail = [&](const std::string& rule) {
-    throw Error(fmt::format("kernel @{}: tile config {}: {}", k.name, c.str(), rule));
-  };
-  if (c.threads < 32 || c.threads > 1024 || c.threads % 32 != 0)
-    fail(fmt::format("threads = {}: threads per block must be a multiple of 32 between 32 and 1024", c.threads));
-  if (c.vec != 1 && c.vec != 2 && c.vec != 4 && c.vec != 8)
-    fail(fmt::format("vec = {}: vec must be 1, 2, 4 or 8", c.vec));
-  const KernelArg& wide = widest_arg(k);
-  const int bytes = dtype_bytes(wide.type.dtype);
-  if (c.vec * bytes > kMaxVectorBytes)
-    fail(fmt::format("vec = {} with {}-byte elements (%{}: {}) is a {}-byte vector; the widest load is {} bytes", c.vec,
-                     bytes, wide.name, wide.type.str(), c.vec * bytes, kMaxVectorBytes));
-  if (c.elems < 1 || c.elems > kMaxElems)
-    fail(fmt::format("elems = {}: elements per thread must be between 1 and {}", c.elems, kMaxElems));
-  if (c.elems % c.vec != 0)
-    fail(fmt::format("elems = {} is not a multiple of vec = {}: a thread handles whole vectors", c.elems, c.vec));
-  const int64_t grid = ceil_div(k.numel(), int64_t{c.threads} * c.elems);
-  if (grid > kMaxGrid) fail(fmt::format("the grid needs {} blocks, more than the limit of {}", grid, kMaxGrid));
+  switch (k.kind) {
+    case KernelKind::Pointwise: return validate_pointwise(k, c);
+    case KernelKind::RowReduce: return validate_row_reduce(k, c);
+    case KernelKind::ColReduce: return validate_col_reduce(k, c);
+    case KernelKind::Gemm: return validate_gemm(k, c);
+  }
+  no_rules(k);
 }
 
 std::vector<TileConfig> candidates(const Kernel& k) {
-  if (k.kind == KernelKind::Gemm) return gemm_candidates(k);
-  if (k.kind == KernelKind::RowReduce) return row_reduce_candidates(k);
-  if (k.kind == KernelKind::ColReduce) return col_reduce_candidates(k);
-  std::vector<TileConfig> out;
-  const int bytes = dtype_bytes(widest_arg(k).type.dtype);
-  for (int threads : {64, 128, 256, 512, 1024})
-    for (int elems : {1, 2, 4, 8, 16})
-      for (int vec : {1, 2, 4, 8}) {
-        if (vec * bytes > kMaxVectorBytes || elems % vec != 0) continue;
-        if (ceil_div(k.numel(), int64_t{threads} * elems) > kMaxGrid) continue;
-        out.push_back(TileConfig{threads, elems, vec});
-      }
-  return out;
+  switch (k.kind) {
+    case KernelKind::Pointwise: return pointwise_candidates(k);
+    case KernelKind::RowReduce: return row_reduce_candidates(k);
+    case KernelKind::ColReduce: return col_reduce_candidates(k);
+    case KernelKind::Gemm: return gemm_candidates(k);
+  }
+  no_rules(k);
 }
 
 TileConfig heuristic(const Kernel& k) {
-  if (k.kind == KernelKind::Gemm) return gemm_heuristic(k);
-  if (k.kind == KernelKind::RowReduce) return row_reduce_heuristic(k);
-  if (k.kind == KernelKind::ColReduce) return col_reduce_heuristic(k);
-  const int64_t n = k.numel();
-  const int bytes = dtype_bytes(widest_arg(k).type.dtype);
-  const CollapsedSpace space = collapse(k);
-
-  // 16-byte vectors when every full-size argument can use them; a broadcast operand
-  // is small and stays in cache, so it does not count.
-  int vec = std::min(8, kMaxVectorBytes / bytes);
-  auto full_size_allow = [&](int v) {
-    for (size_t i = 0; i < k.args.size(); ++i)
-      if (k.args[i].type.numel() == n && !allows_vec(space.arg_strides[i], space.dims, v)) return false;
-    return true;
-  };
-  while (vec > 1 && (vec > n || !full_size_allow(vec))) vec /= 2;
-
-  // Two 16-byte vectors in flight per thread and argument, then fewer elements per
-  // thread and smaller blocks until the grid covers every SM a few times over.
-  TileConfig c{256, std::clamp(2 * kMaxVectorBytes / bytes, vec, kMaxElems), vec};
-  const int64_t min_blocks = 4 * kTargetSMs;
-  auto blocks = [&] { return ceil_div(n, int64_t{c.threads} * c.elems); };
-  while (c.elems > vec && blocks() < min_blocks) c.elems /= 2;
-  while (c.threads > 64 && blocks() < min_blocks) c.threads /= 2;
-  while (blocks() > kMaxGrid && c.threads < 1024) c.threads *= 2;  // sizes beyond 2^43 elements
-  return c;
+  switch (k.kind) {
+    case KernelKind::Pointwise: return pointwise_heuristic(k);
+    case KernelKind::RowReduce: return row_reduce_heuristic(k);
+    case KernelKind::ColReduce: return col_reduce_heuristic(k);
+    case KernelKind::Gemm: return gemm_heuristic(k);
+  }
+  no_rules(k);
 }
 
 namespace {

@@ -110,7 +110,14 @@ void validate(const Kernel& k, const TileConfig& config);
 // A good default from the kernel's shapes and dtypes; always valid.
 TileConfig heuristic(const Kernel& k);
 
-// The row-reduce kind's rules (ir/tile_config_row_reduce.cpp); the three above call them.
+// Each kind's rules, one file a kind (ir/tile_config_<kind>.cpp); the three above dispatch to them.
+
+// The pointwise kind's rules (ir/tile_config_pointwise.cpp).
+void validate_pointwise(const Kernel& k, const TileConfig& config);
+std::vector<TileConfig> pointwise_candidates(const Kernel& k);
+TileConfig pointwise_heuristic(const Kernel& k);
+
+// The row-reduce kind's rules (ir/tile_config_row_reduce.cpp).
 void validate_row_reduce(const Kernel& k, const TileConfig& config);
 std::vector<TileConfig> row_reduce_candidates(const Kernel& k);
 TileConfig row_reduce_heuristic(const Kernel& k);

@@ -41,14 +41,15 @@ struct Plan {
 // group cannot be one kernel.
 Plan lower(const ir::Graph& g);
 
-// The kernel of one group, with its config as in lower(). `names` are the printed
-// names (ir::value_names(g)).
+// The kernel of one group, with its config as in lower(), from its kind's lowering
+// (passes/lower_<kind>.cpp). `names` are the printed names (ir::value_names(g)).
 ir::Kernel lower_group(const ir::Graph& g, int group, const std::unordered_map<int, std::string>& names);
 
-// The scalar body builder that lower_group uses and that fuse asks whether a set of
-// values can be computed by one pointwise kernel. It walks back from `roots` (one
-// shape: the iteration space) through every value for which `computed_inside` is
-// true, folding views into index maps; other values are loaded.
+// The pointwise kind's body (passes/lower_pointwise.cpp, through the scalar body
+// builder of passes/body_builder.h), which lower_group uses and which fuse asks
+// whether a set of values can be computed by one pointwise kernel. It walks back from
+// `roots` (one shape: the iteration space) through every value for which
+// `computed_inside` is true, folding views into index maps; other values are loaded.
 struct PointwiseBuild {
   ir::Kernel kernel;                    // args, body; no config, no fused_nodes
   std::set<const ir::Node*> nodes;      // the nodes computed inside
@@ -64,9 +65,10 @@ PointwiseBuild build_pointwise(const std::string& name, const std::vector<const 
                                const std::function<bool(const ir::Value*)>& computed_inside,
                                const std::unordered_map<int, std::string>& names);
 
-// The same for a row-reduce kernel over `rows` ([rows..., N], N reduced): roots are
-// full-size ([rows..., N]) or per-row ([rows..., 1] or [rows...]); reductions of
-// values of shape `rows` along the last axis, computed inside, become Reduce ops.
+// The same for a row-reduce kernel (passes/lower_row_reduce.cpp) over `rows`
+// ([rows..., N], N reduced): roots are full-size ([rows..., N]) or per-row
+// ([rows..., 1] or [rows...]); reductions of values of shape `rows` along the last
+// axis, computed inside, become Reduce ops.
 PointwiseBuild build_row_reduce(const std::string& name, const Shape& rows, const std::vector<const ir::Value*>& roots,
                                 const std::function<bool(const ir::Value*)>& computed_inside,
                                 const std::unordered_map<int, std::string>& names);
@@ -80,9 +82,10 @@ struct ColReduction {
 };
 std::optional<ColReduction> col_reduction(const ir::Node& n);
 
-// The same builder for a col-reduce kernel: roots hold one value per column (the
-// space without its reduced dims, or with them kept as 1); reductions of values of
-// the space's shape over those dims become Reduce ops, and none may read another.
+// The same for a col-reduce kernel (passes/lower_col_reduce.cpp): roots hold one
+// value per column (the space without its reduced dims, or with them kept as 1);
+// reductions of values of the space's shape over those dims become Reduce ops, and
+// none may read another.
 PointwiseBuild build_col_reduce(const std::string& name, const ColReduction& cols,
                                 const std::vector<const ir::Value*>& roots,
                                 const std::function<bool(const ir::Value*)>& computed_inside,
