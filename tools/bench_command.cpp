@@ -73,10 +73,16 @@ std::vector<Job> jobs_of(const BenchArgs& a) {
   for (const std::string& name : a.cases) cases.push_back(&runtime::find_bench_case(name));
   std::optional<std::vector<BenchSize>> sizes;
   if (!a.sizes.empty()) sizes = runtime::parse_bench_sizes(a.sizes);
+  // --sizes with no case named runs each size in the cases that take its form; a case
+  // named with a size of the other form is an error.
   std::vector<Job> jobs;
   for (const BenchCase* c : cases)
     for (DType t : c->dtypes)
-      for (const BenchSize& s : sizes.value_or(c->sizes)) jobs.push_back({c, t, s});
+      for (const BenchSize& s : sizes.value_or(c->sizes)) {
+        if (!a.cases.empty()) runtime::check_size_form(*c, s);
+        else if (!c->takes(s)) continue;
+        jobs.push_back({c, t, s});
+      }
   return jobs;
 }
 
@@ -190,7 +196,7 @@ BenchRow new_row(const Job& j, const std::string& impl) {
   BenchRow row;
   row.case_name = j.c->name;
   row.dtype = dtype_name(j.dtype);
-  row.shape = {j.size.rows, j.size.cols};
+  row.shape = j.size.dims();
   row.impl = impl;
   row.bytes = runtime::bench_bytes(*j.c, j.dtype, j.size);
   row.flops = runtime::bench_flops(*j.c, j.dtype, j.size);
@@ -460,7 +466,9 @@ Command add_bench_command(CLI::App& kiln) {
   std::string names;
   for (const BenchCase& c : runtime::bench_cases()) names += (names.empty() ? "" : ", ") + c.name;
   app->add_option("cases", args->cases, "cases to run (default: all): " + names);
-  app->add_option("--sizes", args->sizes, "sizes RxC,... instead of each case's defaults");
+  app->add_option("--sizes", args->sizes,
+                  "sizes instead of each case's defaults: RxC for the memory-bound cases, MxNxK or BxMxNxK for "
+                  "the GEMM cases (with no case named, each size runs in the cases that take its form)");
   app->add_option("--csv", args->csv, "also write the rows to this CSV file");
   app->add_option("--json", args->json, "also write the report (rows, device, date, copy bandwidth) as JSON");
   app->add_option("--peers", args->peers, "merge a peers JSON report (bench/peers.py) into the table");
