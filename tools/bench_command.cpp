@@ -30,6 +30,7 @@
 #include "runtime/gemm_rate.h"
 #include "runtime/knobs.h"
 #include "runtime/program.h"
+#include "runtime/reference.h"
 #include "runtime/timer.h"
 #include "runtime/tuning_db.h"
 #include "tools/commands.h"
@@ -178,13 +179,14 @@ struct JobData {
 JobData prepare(const Job& j, uint64_t seed) {
   JobData d{runtime::bench_graph(*j.c, j.dtype, j.size), {}, {}, {}, {}, {}, {}};
   std::vector<HostTensor> inputs = ir::random_inputs(d.graph, seed);
-  d.reference = ir::evaluate(d.graph, inputs);
+  d.reference = runtime::reference_outputs(d.graph, inputs);
   for (const HostTensor& t : inputs) {
     d.inputs.push_back(runtime::DeviceBuffer::from_host(t));
     d.input_ptrs.push_back(d.inputs.back().ptr());
   }
-  for (const HostTensor& t : d.reference) {
-    d.want.emplace_back(t);
+  for (size_t i = 0; i < d.reference.size(); ++i) {
+    const HostTensor& t = d.reference[i];
+    d.want.emplace_back(t, rel_l2_bound_for(*d.graph.outputs()[i]));
     d.outputs.emplace_back(static_cast<size_t>(t.type.bytes()));
     d.output_ptrs.push_back(d.outputs.back().ptr());
   }
