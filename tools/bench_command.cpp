@@ -1,11 +1,13 @@
 // `kiln bench [CASE...]`: runs each benchmark case (runtime/bench_cases.h) at each size
 // as Kiln's generated kernels with the heuristic config ("kiln default"), with the
-// tuned config ("kiln tuned": the tuning record, tuned now when there is none), and as
-// the hand-written baseline (baselines/); a vendor library would be one more row. Every
-// implementation's outputs are checked against the reference interpreter on the same
-// random inputs before its time counts. Rates are set against the device-to-device
-// copy bandwidth measured in the same run. --compile-only needs no GPU: it compiles
-// every case's generated kernels and baselines through NVRTC and says what compiled.
+// tuned config ("kiln tuned": the tuning record, tuned now when there is none), as
+// the hand-written baseline (baselines/), and, for the GEMM cases, as cuBLAS and
+// cuBLASLt (runtime/bench_vendor.h). Every implementation's outputs are checked
+// against the reference (runtime/reference.h) on the same random inputs before its time
+// counts. Rates are set against the roofline measured in the same run: the
+// device-to-device copy bandwidth and cuBLAS's GEMM rate. --compile-only needs no GPU:
+// it compiles every case's generated kernels and baselines through NVRTC and says
+// what compiled.
 #include <fmt/format.h>
 
 #include <chrono>
@@ -23,6 +25,7 @@
 #include "runtime/autotuner.h"
 #include "runtime/bench_cases.h"
 #include "runtime/bench_report.h"
+#include "runtime/bench_vendor.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/device.h"
 #include "runtime/device_compare.h"
@@ -110,10 +113,6 @@ baselines::Problem problem_of(const Job& j, int sm_count) {
   return baselines::Problem{j.c->name, j.dtype, j.size.rows, j.size.cols, sm_count};
 }
 
-// Vendor libraries (cuBLAS for GEMM cases) would add a row here; the memory-bound
-// cases have none, so no row is printed for them.
-std::optional<std::string> vendor_library(const Job&) { return std::nullopt; }
-
 // ---- --compile-only ----
 
 int compile_only(const BenchArgs& a, const std::vector<Job>& jobs) {
@@ -151,7 +150,23 @@ int compile_only(const BenchArgs& a, const std::vector<Job>& jobs) {
         std::cout << fmt::format("  {} {}: FAILED: {}\n", kHandImpl, b->name, e.what());
       }
     }
-    if (auto vendor = vendor_library(j)) std::cout << fmt::format("  {}: not built with --compile-only\n", *vendor);
+    for (const std::string& vendor : runtime::vendor_impls(*j.c)) {
+      if (vendor != runtime::kCublasEpilogueImpl) {
+        std::cout << fmt::format("  {}: not run with --compile-only (a vendor library)\n", vendor);
+        continue;
+      }
+      // Kiln's half of this row compiles here; a failure is Kiln's bug, as a baseline's is.
+      try {
+        runtime::ProgramOptions options;
+        options.arch = arch;
+        runtime::Program p = runtime::Program::compile(runtime::vendor_epilogue_graph(j.dtype, j.size), options);
+        std::cout << fmt::format("  {}: cuBLAS not run with --compile-only; Kiln's epilogue compiled {} kernel(s) "
+                                 "for {}: {}\n", vendor, p.kernels().size(), p.arch(), kernel_configs(p));
+      } catch (const Error& e) {
+        ok = false;
+        std::cout << fmt::format("  {}: FAILED: Kiln's epilogue: {}\n", vendor, e.what());
+      }
+    }
   }
   std::cout << (ok ? "compile-only: every baseline compiled; nothing ran on a GPU\n"
                    : "compile-only: some baselines failed to compile\n");
@@ -364,6 +379,21 @@ std::vector<BenchRow> run_job(const Job& j, const BenchArgs& a, const Roof& roof
   } else {
     rows.push_back(unsupported_row(j, kHandImpl, "no hand-written baseline for this dtype and size"));
   }
+  for (const std::string& impl : runtime::vendor_impls(*j.c)) {
+    std::optional<runtime::VendorRun> vendor;
+    try {
+      vendor.emplace(runtime::make_vendor_run(impl, *j.c, j.dtype, j.size, d.inputs, d.outputs, a.arch));
+    } catch (const Error& e) {
+      rows.push_back(unsupported_row(j, impl, e.what()));
+    }
+    if (vendor) {
+      try {
+        rows.push_back(measure(j, d, impl, vendor->config, vendor->launch, a.reps, roof));
+      } catch (const Error& e) {
+        rows.push_back(error_row(j, impl, e.what()));
+      }
+    }
+  }
   return rows;
 }
 
@@ -435,10 +465,12 @@ int bench(const BenchArgs& a) {
   for (const Job& j : jobs) {
     std::cout << fmt::format("== {}\n", j.str()) << std::flush;
     for (BenchRow& row : run_job(j, a, roof, device.sm_count())) {
-      std::cout << fmt::format("  {}: {} {}\n", row.impl, row.check,
-                               row.median_ms > 0 ? fmt::format("{:.4f} ms, {:.1f}% of copy", row.median_ms,
-                                                               row.pct_roofline)
-                                                 : row.config);
+      std::string figures = row.config;
+      if (row.median_ms > 0)
+        figures = row.flops > 0 ? fmt::format("{:.4f} ms, {:.1f} TFLOP/s, {:.1f}% of the roofline", row.median_ms,
+                                              row.tflop_s, row.pct_roofline)
+                                : fmt::format("{:.4f} ms, {:.1f}% of the roofline", row.median_ms, row.pct_roofline);
+      std::cout << fmt::format("  {}: {} {}\n", row.impl, row.check, figures);
       report.rows.push_back(std::move(row));
     }
     // Written after every job, so that an interrupted run keeps what it measured.
@@ -463,8 +495,9 @@ int bench(const BenchArgs& a) {
 Command add_bench_command(CLI::App& kiln) {
   auto args = std::make_shared<BenchArgs>();
   CLI::App* app = kiln.add_subcommand(
-      "bench", "Run the benchmark cases as Kiln's default and tuned kernels and as hand-written baselines; check "
-               "each against the CPU reference and report time, GB/s and % of the copy-bandwidth roofline.");
+      "bench", "Run the benchmark cases as Kiln's default and tuned kernels, as hand-written baselines and (GEMM "
+               "cases) as cuBLAS and cuBLASLt; check each against the reference and report time, GB/s, TFLOP/s and "
+               "% of the roofline (copy bandwidth, GEMM rate).");
   std::string names;
   for (const BenchCase& c : runtime::bench_cases()) names += (names.empty() ? "" : ", ") + c.name;
   app->add_option("cases", args->cases, "cases to run (default: all): " + names);
