@@ -45,9 +45,9 @@ extern "C" __global__ void __launch_bounds__(256) kiln_reference_matmul(
     const ELEM_T* pb = b + offsets[2 * batch + 1];
     float* pc = c + batch * m_size * n_size;
     for (long long m0 = (long long)blockIdx.y * BM; m0 < m_size; m0 += (long long)gridDim.y * BM) {
-      float acc[4][4];
+      float acc[4][4], lost[4][4];  // the running sum, and what its additions rounded away
       for (int i = 0; i < 4; ++i)
-        for (int j = 0; j < 4; ++j) acc[i][j] = 0.0f;
+        for (int j = 0; j < 4; ++j) acc[i][j] = lost[i][j] = 0.0f;
       for (long long k0 = 0; k0 < k_size; k0 += BK) {
         // Consecutive threads walk each operand's contiguous dim, so loads coalesce.
         for (int e = t; e < BM * BK; e += blockDim.x) {
@@ -61,8 +61,8 @@ extern "C" __global__ void __launch_bounds__(256) kiln_reference_matmul(
           bs[kk][nn] = k < k_size && n < n_size ? LOAD(pb[k * b_k + n * b_n]) : 0.0f;
         }
         __syncthreads();
-        // The tile's own sum first, then one addition to the running sum: fewer
-        // roundings per output than one long chain of K additions.
+        // The tile's own sum first, then one compensated (Kahan) addition to the running
+        // sum, so that the error does not grow with the number of tiles.
         float part[4][4];
         for (int i = 0; i < 4; ++i)
           for (int j = 0; j < 4; ++j) part[i][j] = 0.0f;
@@ -70,7 +70,11 @@ extern "C" __global__ void __launch_bounds__(256) kiln_reference_matmul(
           for (int i = 0; i < 4; ++i)
             for (int j = 0; j < 4; ++j) part[i][j] = fmaf(as[kk][ty + 16 * i], bs[kk][tx + 16 * j], part[i][j]);
         for (int i = 0; i < 4; ++i)
-          for (int j = 0; j < 4; ++j) acc[i][j] += part[i][j];
+          for (int j = 0; j < 4; ++j) {
+            const float y = part[i][j] - lost[i][j], t = acc[i][j] + y;
+            lost[i][j] = (t - acc[i][j]) - y;  // no multiply here, so nothing contracts into an FMA
+            acc[i][j] = t;
+          }
         __syncthreads();
       }
       for (int i = 0; i < 4; ++i)
