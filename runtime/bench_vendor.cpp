@@ -86,8 +86,8 @@ VendorRun make_vendor_run(const std::string& impl, const BenchCase& c, DType dty
   }
   if (impl == kCublasEpilogueImpl) return cublas_then_epilogue(dtype, size, inputs, outputs, arch);
   // cuBLASLt: the fused GELU_BIAS epilogue for gemm_bias_gelu, none for the plain products.
-  auto lt = std::make_shared<LtMatmul>(p, fused ? LtEpilogue::GeluBias : LtEpilogue::None);
   const CUdeviceptr bias = fused ? inputs[2].ptr() : 0;
+  auto lt = std::make_shared<LtMatmul>(p, fused ? LtEpilogue::GeluBias : LtEpilogue::None, bias);
   return VendorRun{lt->config(), [lt, a, b, out, bias] { lt->run(a, b, out, bias); }};
 }
 

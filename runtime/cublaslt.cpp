@@ -149,7 +149,7 @@ bool LtMatmul::available(std::string* why) {
   return l.why_not.empty();
 }
 
-LtMatmul::LtMatmul(const GemmProblem& p, LtEpilogue epilogue, size_t workspace_bytes)
+LtMatmul::LtMatmul(const GemmProblem& p, LtEpilogue epilogue, CUdeviceptr bias, size_t workspace_bytes)
     : problem_(p), epilogue_(epilogue) {
   const Library& l = library();
   if (!l.why_not.empty()) throw Error("cuBLASLt cannot be used: " + l.why_not);
@@ -163,6 +163,7 @@ LtMatmul::LtMatmul(const GemmProblem& p, LtEpilogue epilogue, size_t workspace_b
     if (epilogue != LtEpilogue::None) {
       const int32_t bias_type = out;
       check(l.desc_set(desc_, kDescBiasDataType, &bias_type, sizeof bias_type), what + ": setting the bias type");
+      if (bias) set_bias(bias);
     }
     // Column-major views: cuBLASLt's A is our B (N x K), its B our A (K x M), C/D N x M.
     check(l.layout_create(&layout_a_, in, static_cast<uint64_t>(g.m), static_cast<uint64_t>(g.k), g.lda),
@@ -216,15 +217,19 @@ void LtMatmul::release() noexcept {
   layout_a_ = layout_b_ = layout_c_ = desc_ = nullptr;
 }
 
+void LtMatmul::set_bias(CUdeviceptr bias) {
+  const void* ptr = reinterpret_cast<const void*>(bias);
+  check(library().desc_set(desc_, kDescBiasPointer, &ptr, sizeof ptr),
+        fmt::format("cuBLASLt {} {}: setting the bias pointer", lt_epilogue_name(epilogue_), problem_.str()));
+  bias_set_ = bias;
+}
+
 void LtMatmul::run(CUdeviceptr a, CUdeviceptr b, CUdeviceptr c, CUdeviceptr bias) {
   const Library& l = library();
   const std::string_view name = lt_epilogue_name(epilogue_);
   if (epilogue_ != LtEpilogue::None && bias != bias_set_) {
     if (!bias) throw Error(fmt::format("cuBLASLt {} {}: the epilogue needs a bias", name, problem_.str()));
-    const void* ptr = reinterpret_cast<const void*>(bias);
-    check(l.desc_set(desc_, kDescBiasPointer, &ptr, sizeof ptr),
-          fmt::format("cuBLASLt {} {}: setting the bias pointer", name, problem_.str()));
-    bias_set_ = bias;
+    set_bias(bias);
   }
   const float alpha = 1.0f, beta = 0.0f;
   void* d = reinterpret_cast<void*>(c);

@@ -29,9 +29,12 @@ public:
   // not. Never throws.
   static bool available(std::string* why = nullptr);
 
-  // Builds the descriptors and asks the heuristic for an algorithm. Throws kiln::Error
-  // when cuBLASLt is not available, refuses the problem or has no algorithm for it.
-  LtMatmul(const GemmProblem& p, LtEpilogue epilogue, size_t workspace_bytes = kLtWorkspaceBytes);
+  // Builds the descriptors and asks the heuristic for an algorithm, with the bias
+  // pointer already set when one is given (the heuristic may weigh its alignment).
+  // Throws kiln::Error when cuBLASLt is not available, refuses the problem or has no
+  // algorithm for it.
+  LtMatmul(const GemmProblem& p, LtEpilogue epilogue, CUdeviceptr bias = 0,
+           size_t workspace_bytes = kLtWorkspaceBytes);
   ~LtMatmul();
   LtMatmul(const LtMatmul&) = delete;
   LtMatmul& operator=(const LtMatmul&) = delete;
@@ -45,6 +48,7 @@ public:
 
 private:
   void release() noexcept;
+  void set_bias(CUdeviceptr bias);
   GemmProblem problem_;
   LtEpilogue epilogue_;
   void* desc_ = nullptr;                      // cublasLtMatmulDesc_t
