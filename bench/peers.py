@@ -2,13 +2,19 @@
 """Kiln's benchmark cases in PyTorch eager, torch.compile and Triton, on the GPU machine.
 
 Runs the same cases and sizes as `kiln bench`, checks every implementation against a
-float64 computation on the same inputs, times each (median, warm-up, L2 flushed), measures
-the copy bandwidth in the same run and writes the result JSON that `kiln bench --peers F`
-merges into its table.
+float64 computation on the same inputs (large matrix products: float32 on the GPU, TF32
+off), times each (median, warm-up, L2 flushed), measures the copy bandwidth (and, for the
+GEMM cases, the GEMM rate) in the same run and writes the result JSON that
+`kiln bench --peers F` merges into its table.
 
     bench/peers.py [--cases softmax,add_rmsnorm] [--sizes 4096,1024x8192] [--json F]
-                   [--impls eager,compile,triton] [--dtypes f16]
+                   [--impls eager,compile,autotune,triton] [--dtypes f16]
+    bench/peers.py --cases gemm --sizes 4096x4096x4096,16x8192x8192
     bench/peers.py --check DIR [--case NAME]
+
+Sizes: a row length C (R = 2^27 / C) or RxC for the memory-bound cases, MxNxK or BxMxNxK
+for the GEMM cases; with no case named, each size runs in the cases that take its form.
+The GEMM cases also run torch.compile with mode="max-autotune" ("autotune").
 
 --check reads what `kiln run FILE --save DIR` wrote (inputs and Kiln's outputs as .npy,
 manifest.json), recomputes the case in float64 (PyTorch when present, else NumPy) and
@@ -45,9 +51,18 @@ except ImportError:
 ELEMENTS = 2**27  # the row-reduction cases move 2^27 elements: R = 2^27 / C
 SOFTMAX_COLS = (128, 512, 1024, 4096, 16384, 32768, 65536, 262144)
 NORM_COLS = (1024, 4096, 8192, 16384)
+# GEMM cases: square products, one whose sizes are no multiple of 8, and M = 16 against
+# an 8192 x 8192 weight (memory-bound), as in runtime/bench_cases.cpp.
+GEMM_SHAPES = ((4096, 4096, 4096), (8192, 8192, 8192), (4093, 4099, 4097), (16, 8192, 8192))
+GEMM_BATCHED_SHAPES = ((32, 1024, 1024, 1024),)
+GEMM_BIAS_GELU_SHAPES = ((4096, 4096, 4096),)
+# A product of more multiply-adds than this gets its reference in float32 on the GPU
+# (runtime/reference.h has the same threshold for Kiln's).
+GPU_REFERENCE_MIN_MACS = 2**28
 ELEMENT_SIZE = {"f16": 2, "bf16": 2, "f32": 4}
 ERROR_BOUND = {"f16": 1e-2, "bf16": 1e-2, "f32": 1e-5}
-IMPL_NAMES = {"eager": "torch eager", "compile": "torch.compile", "triton": "triton"}
+IMPL_NAMES = {"eager": "torch eager", "compile": "torch.compile", "autotune": "torch.compile max-autotune",
+              "triton": "triton"}
 RMS_EPS = 1e-6
 LN_EPS = 1e-5
 GELU_K = math.sqrt(2.0 / math.pi)
@@ -81,6 +96,10 @@ class NumpyOps:
     @staticmethod
     def as_float64(a):
         return np.asarray(a, dtype=np.float64)
+
+    @staticmethod
+    def matmul(a, b):
+        return np.matmul(a, b)
 
 
 class TorchOps:
@@ -116,6 +135,21 @@ class TorchOps:
     def as_float64(a):
         return torch.as_tensor(a).double()
 
+    @staticmethod
+    def matmul(a, b):
+        """a @ b in float64; a large product on the GPU in float32 with TF32 off instead
+        (float64 would take the CPU minutes; fp32 accumulation errs ~1e-6, far inside the bound)."""
+        macs = a.shape[-2] * a.shape[-1] * b.shape[-1] * max(1, math.prod(a.shape[:-2]), math.prod(b.shape[:-2]))
+        if not (a.is_cuda and macs > GPU_REFERENCE_MIN_MACS):
+            return torch.matmul(a, b)
+        backends = torch.backends.cuda.matmul
+        saved = backends.allow_tf32
+        backends.allow_tf32 = False
+        try:
+            return torch.matmul(a.float(), b.float()).double()
+        finally:
+            backends.allow_tf32 = saved
+
 
 def ref_softmax(ops, x, dtype):
     e = ops.exp(x - ops.row_max(x, -1))
@@ -139,6 +173,15 @@ def ref_layer_norm(ops, x, w, b, dtype):
 def ref_gelu_chain(ops, x, r, s, b, dtype):
     v = x * s + b
     return [0.5 * v * (1.0 + ops.tanh(GELU_K * (v + 0.044715 * v * v * v))) + r]
+
+
+def ref_gemm(ops, a, b, dtype):
+    return [ops.matmul(a, b)]
+
+
+def ref_gemm_bias_gelu(ops, a, b, bias, dtype):
+    v = ops.matmul(a, b) + bias
+    return [0.5 * v * (1.0 + ops.tanh(GELU_K * (v + 0.044715 * v * v * v)))]
 
 
 def ref_row_sum(ops, x, dtype):
@@ -167,6 +210,14 @@ def eager_layer_norm(x, w, b):
 
 def eager_gelu_chain(x, r, s, b):
     return (F.gelu(x * s + b, approximate="tanh") + r,)
+
+
+def eager_gemm(a, b):
+    return (a @ b,)
+
+
+def eager_gemm_bias_gelu(a, b, bias):
+    return (F.gelu(a @ b + bias, approximate="tanh"),)
 
 
 def eager_row_sum(x):
@@ -286,6 +337,49 @@ if triton is not None:
             acc += tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
         tl.atomic_add(y_ptr + cols, tl.sum(acc, axis=0), mask=cols < n_cols)
 
+    # A few tile shapes for the GEMM cases (square products, the ragged one, M = 16);
+    # the autotuner times each once per (M, N, K, batch) and keeps the fastest.
+    _GEMM_CONFIGS = [
+        triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8}, num_stages=stages, num_warps=warps)
+        for bm, bn, bk, stages, warps in ((128, 256, 64, 3, 8), (256, 128, 64, 3, 8), (128, 128, 64, 4, 4),
+                                          (64, 128, 64, 4, 4), (16, 128, 128, 4, 4), (16, 64, 256, 3, 4))
+    ]
+
+    @triton.autotune(configs=_GEMM_CONFIGS, key=["M", "N", "K", "BATCH"])
+    @triton.jit
+    def _gemm_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, BATCH, stride_ab, stride_am, stride_ak,
+                     stride_bb, stride_bk, stride_bn, stride_cb, stride_cm, stride_cn, BIAS_GELU: tl.constexpr,
+                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+        # Grid (output tiles, batch). GROUP_M consecutive row tiles sweep the column tiles
+        # together, so the B columns they share are read from L2 rather than memory.
+        pid = tl.program_id(0)
+        batch = tl.program_id(1).to(tl.int64)
+        tiles_m = tl.cdiv(M, BLOCK_M)
+        tiles_n = tl.cdiv(N, BLOCK_N)
+        group = pid // (GROUP_M * tiles_n)
+        first_m = group * GROUP_M
+        group_rows = tl.minimum(tiles_m - first_m, GROUP_M)
+        in_group = pid % (GROUP_M * tiles_n)
+        tile_m = first_m + in_group % group_rows
+        tile_n = in_group // group_rows
+        rows = tile_m * BLOCK_M + tl.arange(0, BLOCK_M)
+        cols = tile_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        ks = tl.arange(0, BLOCK_K)
+        a_at = a_ptr + batch * stride_ab + rows[:, None].to(tl.int64) * stride_am + ks[None, :] * stride_ak
+        b_at = b_ptr + batch * stride_bb + ks[:, None].to(tl.int64) * stride_bk + cols[None, :] * stride_bn
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for k0 in range(0, K, BLOCK_K):
+            a = tl.load(a_at, mask=(rows[:, None] < M) & (ks[None, :] < K - k0), other=0.0)
+            b = tl.load(b_at, mask=(ks[:, None] < K - k0) & (cols[None, :] < N), other=0.0)
+            acc = tl.dot(a, b, acc)  # fp32 accumulation on the Tensor Cores
+            a_at += BLOCK_K * stride_ak
+            b_at += BLOCK_K * stride_bk
+        if BIAS_GELU:  # the fused epilogue: bias, then the tanh GELU, before the one store
+            v = acc + tl.load(bias_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)[None, :]
+            acc = v * tl.sigmoid(1.5957691216057308 * (v + 0.044715 * v * v * v))  # 0.5 (1 + tanh u) = sigmoid(2u)
+        c_at = c_ptr + batch * stride_cb + rows[:, None].to(tl.int64) * stride_cm + cols[None, :] * stride_cn
+        tl.store(c_at, acc.to(c_ptr.dtype.element_ty), mask=(rows[:, None] < M) & (cols[None, :] < N))
+
 
 def _next_pow2(n):
     return 1 << max(0, (n - 1).bit_length())
@@ -365,24 +459,82 @@ def triton_col_sum(x):
     return run, (y,), f"block_r={block_r} block_c={block_c} splits={grid[1]}, atomic adds (+ zeroing y)"
 
 
+def _triton_gemm(a, b, bias):
+    """a [B.., M, K] @ b [B.., K, N] (+ bias, GELU when bias is given) with _gemm_kernel."""
+    batched = a.dim() == 3
+    a3, b3 = (a, b) if batched else (a.unsqueeze(0), b.unsqueeze(0))
+    n_batch, M, K = a3.shape
+    N = b3.shape[-1]
+    c3 = torch.empty((n_batch, M, N), dtype=a.dtype, device=a.device)
+    grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]), n_batch)  # noqa: E731
+    fused = bias is not None
+
+    def run():
+        _gemm_kernel[grid](a3, b3, c3, bias if fused else c3, M, N, K, n_batch, *a3.stride(), *b3.stride(),
+                           *c3.stride(), BIAS_GELU=fused)
+
+    def config():  # known once the autotuner has run
+        best = getattr(_gemm_kernel, "best_config", None)
+        chosen = f", chosen {best}" if best is not None else ""
+        return f"tl.dot, @triton.autotune over {len(_GEMM_CONFIGS)} configs{chosen}" + (
+            ", fused bias + GELU" if fused else "")
+
+    return run, (c3 if batched else c3[0],), config
+
+
+def triton_gemm(a, b):
+    return _triton_gemm(a, b, None)
+
+
+def triton_gemm_bias_gelu(a, b, bias):
+    return _triton_gemm(a, b, bias)
+
+
 # ---------------------------------------------------------------------------
 # The case table: kept in step with `kiln bench`.
 
+GEMM_IMPLS = ("eager", "compile", "autotune", "triton")
+
+
 def _rows_for(cols):
     return [(ELEMENTS // c, c) for c in cols]
+
+
+def _gemm_inputs(*shape, bias=False):
+    """[(name, shape)] of a GEMM case for (M, N, K) or (B, M, N, K)."""
+    *batch, M, N, K = shape
+    inputs = [("a", (*batch, M, K)), ("b", (*batch, K, N))]
+    return inputs + [("bias", (N,))] if bias else inputs
+
+
+def _gemm_bytes(*shape_and_es, bias=False):
+    *batch, M, N, K, es = shape_and_es
+    B = math.prod(batch)
+    return (B * (M * K + K * N + M * N) + (N if bias else 0)) * es
+
+
+def _gemm_flops(*shape):
+    *batch, M, N, K = shape
+    return 2 * math.prod(batch) * M * N * K  # the epilogue counts as none
 
 
 @dataclass(frozen=True)
 class Case:
     name: str
     dtypes: tuple
-    default_shapes: tuple  # ((R, C), ...)
-    inputs: Callable  # (R, C) -> [(name, shape)]
+    default_shapes: tuple  # ((R, C), ...) or, for GEMM cases, ((M, N, K) or (B, M, N, K), ...)
+    inputs: Callable  # (*shape) -> [(name, shape)]
     outputs: tuple
-    min_bytes: Callable  # (R, C, element size) -> bytes moved at least
+    min_bytes: Callable  # (*shape, element size) -> bytes moved at least
     reference: Callable  # (ops, *inputs as float64, dtype) -> [outputs as float64]
     eager: Callable
     triton: Callable
+    flops: Callable = lambda *shape: 0  # (*shape) -> flops; 0 for the memory-bound cases
+    gemm: bool = False  # takes (M, N, K) or (B, M, N, K) sizes rather than (R, C)
+    impls: tuple = ("eager", "compile", "triton")  # which of IMPL_NAMES it runs
+
+    def takes(self, shape):
+        return len(shape) in ((3, 4) if self.gemm else (2,))
 
 
 CASES = {c.name: c for c in [
@@ -404,23 +556,44 @@ CASES = {c.name: c for c in [
     Case("col_sum", ("f32",), ((16384, 16384),),
          lambda R, C: [("x", (R, C))], ("y",),
          lambda R, C, es: (R * C + C) * es, ref_col_sum, eager_col_sum, triton_col_sum),
+    Case("gemm", ("f16", "bf16"), GEMM_SHAPES, _gemm_inputs, ("c",), _gemm_bytes, ref_gemm, eager_gemm,
+         triton_gemm, _gemm_flops, gemm=True, impls=GEMM_IMPLS),
+    Case("gemm_batched", ("f16",), GEMM_BATCHED_SHAPES, _gemm_inputs, ("c",), _gemm_bytes, ref_gemm, eager_gemm,
+         triton_gemm, _gemm_flops, gemm=True, impls=GEMM_IMPLS),
+    Case("gemm_bias_gelu", ("f16",), GEMM_BIAS_GELU_SHAPES, lambda *s: _gemm_inputs(*s, bias=True), ("y",),
+         lambda *s: _gemm_bytes(*s, bias=True), ref_gemm_bias_gelu, eager_gemm_bias_gelu, triton_gemm_bias_gelu,
+         _gemm_flops, gemm=True, impls=GEMM_IMPLS),
 ]}
 
 
 def parse_sizes(text):
-    """'4096,1024x8192' -> [(2^27/4096, 4096), (1024, 8192)]: a bare C means R = 2^27 / C."""
+    """'4096,1024x8192,16x8192x8192' -> [(2^27/4096, 4096), (1024, 8192), (16, 8192, 8192)]:
+    a bare C means R = 2^27 / C; MxNxK and BxMxNxK are GEMM sizes."""
     shapes = []
     for token in filter(None, (t.strip() for t in text.split(","))):
         try:
-            if "x" in token:
-                r, c = token.lower().split("x")
-                shapes.append((int(r), int(c)))
-            else:
-                c = int(token)
-                shapes.append((max(1, ELEMENTS // c), c))
+            dims = tuple(int(d) for d in token.lower().split("x"))
         except ValueError:
-            raise SystemExit(f"peers.py: --sizes: '{token}' is neither C nor RxC")
+            dims = ()
+        if len(dims) == 1 and dims[0] > 0:
+            shapes.append((max(1, ELEMENTS // dims[0]), dims[0]))
+        elif 2 <= len(dims) <= 4 and all(d > 0 for d in dims):
+            shapes.append(dims)
+        else:
+            raise SystemExit(f"peers.py: --sizes: '{token}' is none of C, RxC, MxNxK, BxMxNxK (positive integers)")
     return shapes
+
+
+def shapes_for(case, sizes, named):
+    """The shapes `case` runs: its defaults, or the --sizes of its form. A case named with
+    --cases and given a size of the other form is an error; otherwise such sizes are skipped."""
+    if not sizes:
+        return list(case.default_shapes)
+    wrong = [s for s in sizes if not case.takes(s)]
+    if wrong and named:
+        form = "MxNxK or BxMxNxK" if case.gemm else "C or RxC"
+        raise SystemExit(f"peers.py: case {case.name} takes sizes {form}, not {'x'.join(map(str, wrong[0]))}")
+    return [s for s in sizes if case.takes(s)]
 
 
 def case_for_function(function_name):
@@ -455,16 +628,39 @@ ROW_KEYS = ("case", "dtype", "shape", "impl", "median_ms", "bytes", "flops", "gb
             "config", "check")
 
 
-def make_row(case, dtype, shape, impl, median_ms, nbytes, copy_gbs, config, check):
-    gb_s = nbytes / (median_ms * 1e-3) / 1e9 if median_ms > 0 else 0.0
+def error_bound(dtype, k=0):
+    """The rel-L2 bound of an output (ir/compare.h's matmul_rel_l2_bound): the dtype's, and
+    for f32 products one that grows like sqrt(K) past K = 4096."""
+    bound = ERROR_BOUND[dtype]
+    return bound * max(1.0, math.sqrt(k / 4096.0)) if dtype == "f32" else bound
+
+
+def roofline_percent(gb_s, tflop_s, nbytes, flops, copy_gbs, gemm_tflops):
+    """% of the roofline as `kiln bench` places a row: of the GEMM rate past the ridge
+    (copy bandwidth x flop/B above the rate), else of the copy bandwidth."""
+    intensity = flops / nbytes if nbytes > 0 else 0.0
+    if gemm_tflops > 0 and copy_gbs * intensity / 1e3 > gemm_tflops:
+        return 100.0 * tflop_s / gemm_tflops
+    return 100.0 * gb_s / copy_gbs if copy_gbs > 0 else 0.0
+
+
+def make_row(case, dtype, shape, impl, median_ms, nbytes, copy_gbs, config, check, flops=0, gemm_tflops=0.0):
+    seconds = median_ms * 1e-3
+    gb_s = nbytes / seconds / 1e9 if median_ms > 0 else 0.0
+    tflop_s = flops / seconds / 1e12 if median_ms > 0 else 0.0
     return {"case": case, "dtype": dtype, "shape": list(shape), "impl": impl, "median_ms": float(median_ms),
-            "bytes": int(nbytes), "flops": 0, "gb_s": gb_s, "tflop_s": 0.0,
-            "pct_roofline": 100.0 * gb_s / copy_gbs if copy_gbs > 0 else 0.0, "config": config, "check": check}
+            "bytes": int(nbytes), "flops": int(flops), "gb_s": gb_s, "tflop_s": tflop_s,
+            "pct_roofline": roofline_percent(gb_s, tflop_s, nbytes, flops, copy_gbs, gemm_tflops),
+            "config": config, "check": check}
 
 
-def make_result(gpu, copy_gbs, rows, errors=(), date=None):
-    return {"tool": "peers.py", "gpu": gpu, "date": date or datetime.date.today().isoformat(),
-            "copy_gbs": float(copy_gbs), "rows": list(rows), "errors": list(errors)}
+def make_result(gpu, copy_gbs, rows, errors=(), date=None, gemm_tflops=0.0, gemm_source=""):
+    result = {"tool": "peers.py", "gpu": gpu, "date": date or datetime.date.today().isoformat(),
+              "copy_gbs": float(copy_gbs), "rows": list(rows), "errors": list(errors)}
+    if gemm_tflops > 0 or gemm_source:
+        result["gemm_tflops"] = float(gemm_tflops)
+        result["gemm_source"] = gemm_source
+    return result
 
 
 def validate_result(result):
@@ -479,8 +675,8 @@ def validate_result(result):
             raise ValueError(f"result row {i}: missing {', '.join(missing)}")
         if row["check"] not in ("passed", "failed", "skipped"):
             raise ValueError(f"result row {i}: check is '{row['check']}'")
-        if len(row["shape"]) != 2 or not all(isinstance(d, int) for d in row["shape"]):
-            raise ValueError(f"result row {i}: shape {row['shape']} is not [R, C]")
+        if not 2 <= len(row["shape"]) <= 4 or not all(isinstance(d, int) for d in row["shape"]):
+            raise ValueError(f"result row {i}: shape {row['shape']} is not [R, C], [M, N, K] or [B, M, N, K]")
 
 
 # ---------------------------------------------------------------------------
@@ -525,6 +721,14 @@ def measure_copy_gbs():
     return 2 * 2**30 / (ms * 1e-3) / 1e9
 
 
+def measure_gemm_tflops(n=8192):
+    """The compute roof as `kiln bench` measures it: a bf16 GEMM of n^3 (cuBLAS through torch)."""
+    a = torch.rand((n, n), device="cuda", dtype=torch.bfloat16) * 2 - 1
+    b = torch.rand((n, n), device="cuda", dtype=torch.bfloat16) * 2 - 1
+    ms = time_ms(lambda: a @ b)
+    return 2.0 * n**3 / (ms * 1e-3) / 1e12, f"torch bf16 GEMM {n}^3 (cuBLAS), bf16 output"
+
+
 def check_outputs(outs, refs, dtype):
     """Worst relative L2 error of outs against the float64 refs (torch tensors)."""
     worst = 0.0
@@ -539,8 +743,8 @@ def check_outputs(outs, refs, dtype):
     return worst
 
 
-def make_compiled(eager_fn):
-    compiled = torch.compile(eager_fn, dynamic=False)
+def make_compiled(eager_fn, mode="default"):
+    compiled = torch.compile(eager_fn, dynamic=False, mode=mode)
     return lambda *args: compiled(*args)
 
 
@@ -550,12 +754,13 @@ def build_impl(impl, case, inputs):
         holder = {}
         run = lambda: holder.__setitem__("outs", case.eager(*inputs))
         return run, holder, ""
-    if impl == "compile":
-        fn = make_compiled(case.eager)
+    if impl in ("compile", "autotune"):
+        mode = "max-autotune" if impl == "autotune" else "default"
+        fn = make_compiled(case.eager, mode)
         holder = {}
         run = lambda: holder.__setitem__("outs", fn(*inputs))
-        run()  # the first call compiles: excluded from the timing
-        return run, holder, "torch.compile mode=default"
+        run()  # the first call compiles (and, for max-autotune, tunes): excluded from the timing
+        return run, holder, f"torch.compile mode={mode}"
     if impl == "triton":
         if triton is None:
             raise RuntimeError("triton is not installed")
@@ -565,40 +770,45 @@ def build_impl(impl, case, inputs):
 
 
 def print_header():
-    print(f"{'case':<12}{'dtype':<6}{'shape':<16}{'impl':<15}{'ms':>9}{'GB/s':>8}{'%copy':>7}  "
+    print(f"{'case':<15}{'dtype':<6}{'shape':<20}{'impl':<28}{'ms':>9}{'GB/s':>8}{'TFLOP/s':>9}{'%roof':>7}  "
           f"{'check':<8}{'rel L2':>9}  config", flush=True)
 
 
 def print_row(row, err):
     shape = "x".join(str(d) for d in row["shape"])
-    print(f"{row['case']:<12}{row['dtype']:<6}{shape:<16}{row['impl']:<15}{row['median_ms']:>9.4f}"
-          f"{row['gb_s']:>8.0f}{row['pct_roofline']:>7.1f}  {row['check']:<8}{err:>9.2e}  {row['config']}",
-          flush=True)
+    print(f"{row['case']:<15}{row['dtype']:<6}{shape:<20}{row['impl']:<28}{row['median_ms']:>9.4f}"
+          f"{row['gb_s']:>8.0f}{row['tflop_s']:>9.1f}{row['pct_roofline']:>7.1f}  {row['check']:<8}{err:>9.2e}  "
+          f"{row['config']}", flush=True)
 
 
-def bench_one(case, dtype, shape, impls, copy_gbs, gen, rows, errors):
-    R, C = shape
-    inputs = [random_input(s, dtype, gen) for _, s in case.inputs(R, C)]
+def bench_one(case, dtype, shape, impls, roof, gen, rows, errors):
+    """Every implementation of one case, dtype and shape; roof = (copy GB/s, GEMM TFLOP/s)."""
+    copy_gbs, gemm_tflops = roof
+    inputs = [random_input(s, dtype, gen) for _, s in case.inputs(*shape)]
     refs = case.reference(TorchOps, *[t.double() for t in inputs], dtype)
-    nbytes = case.min_bytes(R, C, ELEMENT_SIZE[dtype])
-    for impl in impls:
+    nbytes = case.min_bytes(*shape, ELEMENT_SIZE[dtype])
+    bound = error_bound(dtype, shape[-1] if case.gemm else 0)
+    shape_text = "x".join(str(d) for d in shape)
+    for impl in (i for i in impls if i in case.impls):
         name = IMPL_NAMES[impl]
         try:
             run, holder, config = build_impl(impl, case, inputs)
             run()
             torch.cuda.synchronize()
             err = check_outputs(holder["outs"], refs, dtype)
-            check = "passed" if err <= ERROR_BOUND[dtype] else "failed"
+            check = "passed" if err <= bound else "failed"
             ms = time_ms(run)
+            config = config() if callable(config) else config
         except Exception as e:  # one failing peer must not stop the others
             first_line = (str(e).strip().splitlines() or [""])[0]
             message = f"{type(e).__name__}: {first_line}"
-            print(f"{case.name:<12}{dtype:<6}{R}x{C:<10}{name:<15} skipped: {message}", flush=True)
+            print(f"{case.name:<15}{dtype:<6}{shape_text:<20}{name:<28} skipped: {message}", flush=True)
             if os.environ.get("PEERS_TRACEBACK"):
                 traceback.print_exc()
-            errors.append({"case": case.name, "dtype": dtype, "shape": [R, C], "impl": name, "message": message})
+            errors.append({"case": case.name, "dtype": dtype, "shape": list(shape), "impl": name, "message": message})
             continue
-        row = make_row(case.name, dtype, shape, name, ms, nbytes, copy_gbs, config, check)
+        row = make_row(case.name, dtype, shape, name, ms, nbytes, copy_gbs, config, check, case.flops(*shape),
+                       gemm_tflops)
         rows.append(row)
         print_row(row, err)
     del inputs, refs
@@ -625,6 +835,7 @@ def run_benchmarks(args):
         raise SystemExit(f"peers.py: unknown implementation(s) {', '.join(bad)}; known: {', '.join(IMPL_NAMES)}")
     dtypes = set(args.dtypes.split(",")) if args.dtypes else None
     sizes = parse_sizes(args.sizes) if args.sizes else None
+    shapes = {name: shapes_for(CASES[name], sizes, bool(args.cases)) for name in case_names}
 
     # The cases differ in shape only: let torch.compile keep one graph per shape.
     for key in ("cache_size_limit", "recompile_limit"):
@@ -635,6 +846,10 @@ def run_benchmarks(args):
     copy_gbs = measure_copy_gbs()
     print(f"{gpu}: copy bandwidth {copy_gbs:.0f} GB/s (1 GiB device-to-device, read + write); torch "
           f"{torch.__version__}, triton {triton.__version__ if triton else 'absent'}", flush=True)
+    gemm_tflops, gemm_source = 0.0, ""
+    if any(CASES[name].gemm and shapes[name] for name in case_names):  # the compute roof, for the GEMM rows
+        gemm_tflops, gemm_source = measure_gemm_tflops()
+        print(f"GEMM rate: {gemm_tflops:.0f} TFLOP/s ({gemm_source})", flush=True)
     print_header()
     gen = torch.Generator(device="cuda")
     gen.manual_seed(args.seed)
@@ -644,10 +859,11 @@ def run_benchmarks(args):
         for dtype in case.dtypes:
             if dtypes and dtype not in dtypes:
                 continue
-            for shape in sizes or case.default_shapes:
-                bench_one(case, dtype, shape, impls, copy_gbs, gen, rows, errors)
+            for shape in shapes[name]:
+                bench_one(case, dtype, shape, impls, (copy_gbs, gemm_tflops), gen, rows, errors)
                 if args.json:  # after every shape, so that an interrupted run keeps what it measured
-                    write_json(args.json, make_result(gpu, copy_gbs, rows, errors))
+                    write_json(args.json, make_result(gpu, copy_gbs, rows, errors, gemm_tflops=gemm_tflops,
+                                                      gemm_source=gemm_source))
     if args.json:
         print(f"wrote {len(rows)} rows to {args.json}")
     return 1 if any(r["check"] == "failed" for r in rows) else 0
@@ -657,6 +873,10 @@ def run_benchmarks(args):
 # --check DIR: Kiln's saved outputs against a float64 recomputation.
 
 NPY_DTYPE = {"float16": "f16", "float32": "f32", "float64": "f32"}
+
+
+def input_names(case):
+    return [n for n, _ in case.inputs(*case.default_shapes[0])]
 
 
 def load_saved_run(directory, case_name=None):
@@ -686,7 +906,7 @@ def load_saved_run(directory, case_name=None):
     if manifest is not None:
         entries = manifest["inputs"]
         by_name = {e["name"]: e for e in entries}
-        wanted = [n for n, _ in case.inputs(1, 1)]
+        wanted = input_names(case)
         # Match the case's inputs by name when the graph uses the same names, else by position.
         ordered = [by_name[n] for n in wanted] if all(n in by_name for n in wanted) else entries
         if len(ordered) != len(wanted):
@@ -702,7 +922,7 @@ def load_saved_run(directory, case_name=None):
             outputs = [(f"reference {i} %{e['name']}", load(e["reference"]), e["dtype"])
                        for i, e in enumerate(manifest["outputs"])]
     else:
-        inputs = [load(f"{n}.npy") for n, _ in case.inputs(1, 1)]
+        inputs = [load(f"{n}.npy") for n in input_names(case)]
         files = sorted(f for f in os.listdir(directory) if f.startswith("out") and f.endswith(".npy"))
         files.sort(key=lambda f: int(f[3:].split("_")[0]))
         source = "Kiln's GPU outputs"
@@ -731,7 +951,7 @@ def run_check(directory, case_name=None):
     for (label, out, out_dtype), ref in zip(outputs, refs):
         ref = np.asarray(ref).reshape(out.shape) if np.asarray(ref).size == out.size else ref
         err, worst = relative_l2(out, ref), max_abs_error(out, ref)
-        bound = ERROR_BOUND.get(out_dtype, 1e-5)
+        bound = error_bound(out_dtype, inputs[0].shape[-1] if case.gemm else 0) if out_dtype in ERROR_BOUND else 1e-5
         passed = err <= bound
         ok = ok and passed
         print(f"  {label} {out_dtype}{list(out.shape)}: relative L2 {err:.3e}, max abs {worst:.3e} "
@@ -743,9 +963,11 @@ def run_check(directory, case_name=None):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", help=f"comma-separated cases (default all: {','.join(CASES)})")
-    parser.add_argument("--sizes", help="comma-separated C (R = 2^27 / C) or RxC; default: each case's own")
+    parser.add_argument("--sizes", help="comma-separated C (R = 2^27 / C), RxC, or for the GEMM cases MxNxK or "
+                                        "BxMxNxK; default: each case's own")
     parser.add_argument("--dtypes", help="only these dtypes, e.g. f16")
-    parser.add_argument("--impls", default="eager,compile,triton", help="eager, compile, triton")
+    parser.add_argument("--impls", default="eager,compile,autotune,triton",
+                        help="eager, compile, autotune (torch.compile mode=max-autotune: GEMM cases only), triton")
     parser.add_argument("--json", help="write the result JSON here")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--check", metavar="DIR", help="check what `kiln run --save DIR` wrote")

@@ -89,6 +89,23 @@ class ReferenceMath(unittest.TestCase):
         np.testing.assert_array_equal(ref("row_sum", x)[0], [3.0, 7.0, 11.0])
         np.testing.assert_array_equal(ref("col_sum", x)[0], [9.0, 12.0])
 
+    def test_gemm_is_a_row_major_product(self):
+        a = [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]  # [M = 2, K = 3]
+        b = [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]  # [K = 3, N = 2]
+        (c,) = ref("gemm", a, b, dtype="f16")
+        np.testing.assert_array_equal(c, [[4.0, 5.0], [10.0, 11.0]])
+
+    def test_batched_gemm_multiplies_each_batch_entry(self):
+        a = [[[1.0, 2.0]], [[3.0, 4.0]]]  # [B = 2, M = 1, K = 2]
+        b = [[[1.0], [1.0]], [[2.0], [0.5]]]  # [B = 2, K = 2, N = 1]
+        (c,) = ref("gemm_batched", a, b, dtype="f16")
+        np.testing.assert_array_equal(c, [[[3.0]], [[8.0]]])
+
+    def test_gemm_bias_gelu_is_tanh_gelu_of_product_plus_bias(self):
+        # [1, 0] @ I + [0, -1] = [1, -1]: gelu_tanh(1) = 0.8411919906, gelu_tanh(-1) = -0.1588080094.
+        (y,) = ref("gemm_bias_gelu", [[1.0, 0.0]], [[1.0, 0.0], [0.0, 1.0]], [0.0, -1.0], dtype="f16")
+        np.testing.assert_allclose(y, [[0.8411919906, -0.1588080094]], rtol=1e-9)
+
 
 @unittest.skipIf(np is None, "numpy is not installed")
 class CaseTable(unittest.TestCase):
@@ -110,7 +127,67 @@ class CaseTable(unittest.TestCase):
         with self.assertRaises(SystemExit):
             peers.parse_sizes("big")
 
+    def test_sizes_take_gemm_shapes(self):
+        self.assertEqual(peers.parse_sizes("4093x4099x4097,32x1024x512x256"),
+                         [(4093, 4099, 4097), (32, 1024, 512, 256)])
+        for bad in ("4x5x", "0x4x4", "1x2x3x4x5", "4x-5x6", "axbxc"):
+            with self.assertRaises(SystemExit, msg=bad):
+                peers.parse_sizes(bad)
+
+    def test_each_size_runs_in_the_cases_of_its_form(self):
+        sizes = peers.parse_sizes("64x64,8x16x32")
+        self.assertEqual(peers.shapes_for(peers.CASES["gemm"], sizes, named=False), [(8, 16, 32)])
+        self.assertEqual(peers.shapes_for(peers.CASES["softmax"], sizes, named=False), [(64, 64)])
+        self.assertEqual(peers.shapes_for(peers.CASES["gemm"], None, named=False), list(peers.GEMM_SHAPES))
+        with self.assertRaises(SystemExit):  # a named case given a size of the other form
+            peers.shapes_for(peers.CASES["softmax"], sizes, named=True)
+
+    def test_gemm_cases_match_kiln_bench(self):
+        # runtime/bench_cases.cpp: the same names, dtypes and default sizes.
+        gemm, batched, fused = (peers.CASES[n] for n in ("gemm", "gemm_batched", "gemm_bias_gelu"))
+        self.assertEqual(gemm.dtypes, ("f16", "bf16"))
+        self.assertEqual(gemm.default_shapes,
+                         ((4096, 4096, 4096), (8192, 8192, 8192), (4093, 4099, 4097), (16, 8192, 8192)))
+        self.assertEqual(batched.dtypes, ("f16",))
+        self.assertEqual(batched.default_shapes, ((32, 1024, 1024, 1024),))
+        self.assertEqual(fused.default_shapes, ((4096, 4096, 4096),))
+        self.assertEqual([n for n, _ in fused.inputs(5, 7, 3)], ["a", "b", "bias"])
+        self.assertEqual(fused.inputs(5, 7, 3), [("a", (5, 3)), ("b", (3, 7)), ("bias", (7,))])
+        self.assertEqual(batched.inputs(2, 5, 7, 3), [("a", (2, 5, 3)), ("b", (2, 3, 7))])
+        self.assertIn("autotune", gemm.impls)
+        self.assertNotIn("autotune", peers.CASES["softmax"].impls)
+        self.assertEqual(peers.IMPL_NAMES["autotune"], "torch.compile max-autotune")
+
+    def test_gemm_bytes_and_flops(self):
+        gemm, batched, fused = (peers.CASES[n] for n in ("gemm", "gemm_batched", "gemm_bias_gelu"))
+        self.assertEqual(gemm.min_bytes(4093, 4099, 4097, 2), (4093 * 4097 + 4097 * 4099 + 4093 * 4099) * 2)
+        self.assertEqual(batched.min_bytes(32, 1024, 1024, 1024, 2), 32 * 3 * 1024 * 1024 * 2)
+        self.assertEqual(fused.min_bytes(4096, 4096, 4096, 2), (3 * 4096 * 4096 + 4096) * 2)
+        self.assertEqual(gemm.flops(4096, 4096, 4096), 2 * 4096**3)
+        self.assertEqual(batched.flops(32, 1024, 1024, 1024), 2 * 32 * 1024**3)
+        self.assertEqual(fused.flops(5, 7, 3), 2 * 5 * 7 * 3)  # the epilogue counts as none
+        self.assertEqual(peers.CASES["softmax"].flops(8, 8), 0)
+
+    def test_error_bound_grows_with_k_for_f32_only(self):
+        self.assertEqual(peers.error_bound("f16", 8192), 1e-2)
+        self.assertEqual(peers.error_bound("f32", 1024), 1e-5)
+        self.assertAlmostEqual(peers.error_bound("f32", 16384), 2e-5)
+
+    @unittest.skipUnless(os.environ.get("KILN_BIN") and os.path.exists(os.environ.get("KILN_BIN", "")),
+                         "KILN_BIN does not name a kiln binary")
+    def test_every_case_and_default_size_is_kiln_benchs(self):
+        # `kiln bench --compile-only` prints "== CASE DTYPE SIZE" for every job it would run.
+        printed = subprocess.run([os.environ["KILN_BIN"], "bench", "--compile-only", "--arch", "sm_90a"], check=True,
+                                 capture_output=True, text=True).stdout
+        kiln_jobs = [tuple(line.split()[1:]) for line in printed.splitlines() if line.startswith("== ")]
+        peer_jobs = [(c.name, dtype, "x".join(map(str, shape)))
+                     for c in peers.CASES.values() for dtype in c.dtypes for shape in c.default_shapes]
+        self.assertEqual(kiln_jobs, peer_jobs)
+
     def test_case_from_function_name(self):
+        self.assertEqual(peers.case_for_function("gemm_f16_4096x4096x4096"), "gemm")
+        self.assertEqual(peers.case_for_function("gemm_batched_f16_32x1024x1024x1024"), "gemm_batched")
+        self.assertEqual(peers.case_for_function("gemm_bias_gelu_f16_4096x4096x4096"), "gemm_bias_gelu")
         self.assertEqual(peers.case_for_function("softmax_f16_128"), "softmax")
         self.assertEqual(peers.case_for_function("add_rmsnorm_f16_4096"), "add_rmsnorm")
         self.assertEqual(peers.case_for_function("gelu_chain_f32"), "gelu_chain")
@@ -139,6 +216,33 @@ class ResultJson(unittest.TestCase):
         peers.validate_result(back)
         self.assertEqual(back, result)
         self.assertEqual(back["tool"], "peers.py")
+
+    def test_gemm_rows_sit_under_the_compute_roof_past_the_ridge(self):
+        flops = peers.CASES["gemm"].flops(4096, 4096, 4096)
+        nbytes = peers.CASES["gemm"].min_bytes(4096, 4096, 4096, 2)
+        row = peers.make_row("gemm", "f16", (4096, 4096, 4096), "torch eager", 0.2, nbytes, 4000.0, "", "passed",
+                             flops, 700.0)
+        self.assertAlmostEqual(row["tflop_s"], flops / 0.2e-3 / 1e12)
+        self.assertAlmostEqual(row["pct_roofline"], 100 * row["tflop_s"] / 700.0)
+        # M = 16 against an 8192 x 8192 weight: 16 flop/B, under the bandwidth slope.
+        flops = peers.CASES["gemm"].flops(16, 8192, 8192)
+        nbytes = peers.CASES["gemm"].min_bytes(16, 8192, 8192, 2)
+        row = peers.make_row("gemm", "f16", (16, 8192, 8192), "triton", 0.04, nbytes, 4000.0, "", "passed",
+                             flops, 700.0)
+        self.assertAlmostEqual(row["pct_roofline"], 100 * row["gb_s"] / 4000.0)
+
+    def test_result_keeps_the_gemm_rate_and_gemm_shapes(self):
+        row = peers.make_row("gemm_batched", "f16", (32, 1024, 1024, 1024), "triton", 1.0, 10**8, 4000.0, "",
+                             "passed", 2 * 32 * 1024**3, 700.0)
+        result = peers.make_result("NVIDIA H200", 4000.0, [row], date="2026-12-01", gemm_tflops=700.0,
+                                   gemm_source="torch bf16 GEMM 8192^3")
+        back = json.loads(json.dumps(result))
+        peers.validate_result(back)
+        self.assertEqual(back["gemm_tflops"], 700.0)
+        self.assertEqual(back["rows"][0]["shape"], [32, 1024, 1024, 1024])
+        back["rows"][0]["shape"] = [1, 2, 3, 4, 5]
+        with self.assertRaises(ValueError):
+            peers.validate_result(back)
 
     def test_validate_rejects_an_unknown_check(self):
         result = self.sample()

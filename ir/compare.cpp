@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <set>
+#include <vector>
 
 #include "ir/error.h"
 
@@ -16,6 +19,31 @@ double default_rel_l2_bound(DType t) {
     case DType::i1: return 1e-4;  // fraction of flipped booleans
   }
   return 0;
+}
+
+double matmul_rel_l2_bound(DType out, int64_t k) {
+  const double base = default_rel_l2_bound(out);
+  if (out != DType::f32) return base;
+  return base * std::max(1.0, std::sqrt(static_cast<double>(k) / 4096.0));
+}
+
+double rel_l2_bound_for(const ir::Value& v) {
+  // The longest matmul reduction among the nodes `v` depends on.
+  int64_t longest_k = 0;
+  std::vector<const ir::Value*> todo = {&v};
+  std::set<const ir::Value*> seen;
+  while (!todo.empty()) {
+    const ir::Value* at = todo.back();
+    todo.pop_back();
+    if (!at->producer || !seen.insert(at).second) continue;
+    const ir::Node& n = *at->producer;
+    if (n.op == ir::OpKind::Matmul) {
+      const TensorType& a = n.operands[0]->type;
+      longest_k = std::max(longest_k, a.shape[a.rank() - (n.attrs.get_bool("transpose_a") ? 2 : 1)]);
+    }
+    for (const ir::Value* operand : n.operands) todo.push_back(operand);
+  }
+  return longest_k > 0 ? matmul_rel_l2_bound(v.type.dtype, longest_k) : default_rel_l2_bound(v.type.dtype);
 }
 
 void CompareSums::merge(const CompareSums& o) {

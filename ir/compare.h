@@ -1,11 +1,13 @@
 // Comparing a computed tensor with the reference interpreter's: relative L2 error,
 // largest absolute error, unexpected NaN/Inf, and a verdict against a bound that
 // depends on the dtype (GPU.md: f32 1e-5, f16/bf16 1e-2; integers exact; i1 allows
-// a few flips where the compared values were within rounding of each other).
+// a few flips where the compared values were within rounding of each other), grown
+// with the reduction length for f32 products (matmul_rel_l2_bound).
 #pragma once
 #include <cstdint>
 #include <string>
 
+#include "ir/graph.h"
 #include "ir/tensor.h"
 
 namespace kiln {
@@ -28,6 +30,18 @@ struct CompareSums {
 };
 
 double default_rel_l2_bound(DType t);
+
+// The bound for an output computed from a product with reduction length `k`. fp16 and
+// bf16 keep 1e-2: their output rounding (2^-11, 2^-8) dwarfs any fp32 accumulation
+// error. f32 outputs: 1e-5 * max(1, sqrt(k / 4096)). An fp32 sum of k terms of random
+// sign drifts from the exact sum by about sqrt(k) roundings, so a fixed 1e-5 that a
+// good kernel meets at k = 4096 (GPU.md's f32 bound) must grow like sqrt(k) past it,
+// or a correct kernel with a long K (split or not) fails for its length alone.
+double matmul_rel_l2_bound(DType out, int64_t k);
+
+// The bound for comparing a computed value `v` with the reference: the dtype's,
+// grown by matmul_rel_l2_bound for the longest matmul reduction `v` depends on.
+double rel_l2_bound_for(const ir::Value& v);
 // Elements [begin, end) of `got`, a packed device buffer of want's type, against `want`.
 CompareSums compare_range(const void* got, const HostTensor& want, size_t begin, size_t end);
 Comparison finish_comparison(const CompareSums& sums, const HostTensor& want, double bound = -1);

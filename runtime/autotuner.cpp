@@ -20,6 +20,7 @@
 #include "runtime/device.h"
 #include "runtime/device_buffer.h"
 #include "runtime/device_compare.h"
+#include "runtime/reference.h"
 #include "runtime/knobs.h"
 #include "runtime/thread_pool.h"
 #include "runtime/timer.h"
@@ -213,12 +214,15 @@ std::vector<KernelReference> kernel_references(const ir::Graph& g, const std::ve
     }
   probe.set_outputs(outputs);
   std::vector<HostTensor> inputs = ir::random_inputs(probe, seed);
-  std::vector<HostTensor> values = ir::evaluate(probe, inputs);
+  std::vector<HostTensor> values = reference_outputs(probe, inputs);
 
   std::vector<KernelReference> refs;
   for (const ir::Kernel& k : kernels) {
     KernelReference r;
-    for (const ir::KernelArg& a : k.args) (a.is_output ? r.outputs : r.inputs).push_back(values[slot.at(a.value_id)]);
+    for (const ir::KernelArg& a : k.args) {
+      (a.is_output ? r.outputs : r.inputs).push_back(values[slot.at(a.value_id)]);
+      if (a.is_output) r.output_bounds.push_back(rel_l2_bound_for(*by_id.at(a.value_id)));
+    }
     refs.push_back(std::move(r));
   }
   return refs;
@@ -279,7 +283,8 @@ TuneResult tune_kernel(const ir::Kernel& k, const KernelReference& ref, const Tu
       order.push_back(i);
     }
   std::vector<DeviceReference> want;
-  for (const HostTensor& out : ref.outputs) want.emplace_back(out);
+  for (size_t i = 0; i < ref.outputs.size(); ++i)
+    want.emplace_back(ref.outputs[i], i < ref.output_bounds.size() ? ref.output_bounds[i] : -1.0);
   r.trials.resize(builds.size());
   std::vector<std::unique_ptr<Loaded>> loaded(builds.size());
   double best_ms = kInf;

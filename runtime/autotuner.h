@@ -49,8 +49,10 @@ std::vector<CandidateBuild> compile_candidates(const ir::Kernel& k, const std::s
 struct KernelReference {
   std::vector<HostTensor> inputs;
   std::vector<HostTensor> outputs;
+  std::vector<double> output_bounds;  // per output: the rel-L2 bound of its check (< 0: the dtype's)
 };
-// Evaluates `g` (lowered into `kernels`) once on random inputs (never zeros) and
+// Evaluates `g` (lowered into `kernels`) once on random inputs (never zeros), through
+// runtime::reference_outputs (large matmuls on the GPU when there is one), and
 // collects, per kernel, every tensor it reads and writes.
 std::vector<KernelReference> kernel_references(const ir::Graph& g, const std::vector<ir::Kernel>& kernels,
                                                uint64_t seed = 1);

@@ -1,10 +1,14 @@
 // The benchmark cases, built with the C++ DSL. Sizes: 2^27 elements per case for the
 // row-wise jobs (R = 2^27 / C), so that data is several times larger than the L2 cache.
+// GEMM cases: the square products people quote, one whose sizes are no multiple of 8
+// (every tile has a ragged edge and no row is 16-byte aligned), and M = 16 against an
+// 8192 x 8192 weight (a decode step: memory-bound, under the bandwidth roof).
 #include "runtime/bench_cases.h"
 
 #include <fmt/format.h>
 
 #include <charconv>
+#include <optional>
 
 #include "frontend/kiln.h"
 #include "ir/error.h"
@@ -23,7 +27,13 @@ std::vector<BenchSize> rows_of_2_27(std::initializer_list<int64_t> cols) {
 
 }  // namespace
 
-std::string BenchSize::str() const { return fmt::format("{}x{}", rows, cols); }
+std::string BenchSize::str() const { return fmt::format("{}", fmt::join(dims(), "x")); }
+
+std::vector<int64_t> BenchSize::dims() const {
+  if (!is_gemm()) return {rows, cols};
+  if (batch > 0) return {batch, rows, cols, depth};
+  return {rows, cols, depth};
+}
 
 const std::vector<BenchCase>& bench_cases() {
   static const std::vector<BenchCase> cases = {
@@ -36,6 +46,15 @@ const std::vector<BenchCase>& bench_cases() {
        rows_of_2_27({1024, 4096, 8192, 16384})},
       {"row_sum", "y[R] = sum of each row", {DType::f32}, {{16384, 16384}}},
       {"col_sum", "y[C] = sum over axis 0", {DType::f32}, {{16384, 16384}}},
+      {"gemm", "C[M,N] = A[M,K] @ B[K,N], both row-major", {DType::f16, DType::bf16},
+       {BenchSize::gemm(4096, 4096, 4096), BenchSize::gemm(8192, 8192, 8192), BenchSize::gemm(4093, 4099, 4097),
+        BenchSize::gemm(16, 8192, 8192)},
+       SizeForm::Gemm},
+      {"gemm_batched", "C[B,M,N] = A[B,M,K] @ B[B,K,N]", {DType::f16},
+       {BenchSize::batched_gemm(32, 1024, 1024, 1024)}, SizeForm::Gemm},
+      // tanh-approximate GELU: the one cuBLASLt's GELU_BIAS epilogue computes.
+      {"gemm_bias_gelu", "y = gelu_tanh(A @ B + bias[N])", {DType::f16}, {BenchSize::gemm(4096, 4096, 4096)},
+       SizeForm::Gemm},
   };
   return cases;
 }
@@ -49,14 +68,44 @@ const BenchCase& find_bench_case(std::string_view name) {
   throw Error(fmt::format("no benchmark case named '{}'; known: {}", name, fmt::join(names, ", ")));
 }
 
+void check_size_form(const BenchCase& c, const BenchSize& s) {
+  if (c.takes(s)) return;
+  throw Error(fmt::format("benchmark case {} takes sizes {}, not {}", c.name,
+                          c.form == SizeForm::Gemm ? "MxNxK or BxMxNxK" : "RxC", s.str()));
+}
+
+namespace {
+
+// A [B.., M, K] @ B [B.., K, N] (+ bias [N], then tanh GELU), row-major as torch's `a @ b`.
+void build_gemm(kiln::Graph& g, const BenchCase& c, DType dtype, const BenchSize& size) {
+  Shape a_shape = {size.rows, size.depth}, b_shape = {size.depth, size.cols};
+  if (size.batch > 0) {
+    a_shape.insert(a_shape.begin(), size.batch);
+    b_shape.insert(b_shape.begin(), size.batch);
+  }
+  auto a = g.input("a", dtype, a_shape);
+  auto b = g.input("b", dtype, b_shape);
+  if (c.name == "gemm_bias_gelu") {
+    auto bias = g.input("bias", dtype, {size.cols});
+    g.output(kiln::gelu(kiln::matmul(a, b) + bias, "tanh"));
+  } else {
+    g.output(kiln::matmul(a, b));
+  }
+}
+
+}  // namespace
+
 ir::Graph bench_graph(const BenchCase& c, DType dtype, const BenchSize& size) {
   if (!is_float(dtype))
     throw Error(fmt::format("benchmark case {} needs a float dtype, got {}", c.name, dtype_name(dtype)));
-  if (size.rows < 1 || size.cols < 1)
-    throw Error(fmt::format("benchmark case {}: size {} must be positive", c.name, size.str()));
+  for (int64_t d : size.dims())
+    if (d < 1) throw Error(fmt::format("benchmark case {}: size {} must be positive", c.name, size.str()));
+  check_size_form(c, size);
   const Shape matrix = {size.rows, size.cols}, row = {size.cols};
-  kiln::Graph g(fmt::format("{}_{}_{}x{}", c.name, dtype_name(dtype), size.rows, size.cols));
-  if (c.name == "gelu_chain") {
+  kiln::Graph g(fmt::format("{}_{}_{}", c.name, dtype_name(dtype), size.str()));
+  if (c.form == SizeForm::Gemm) {
+    build_gemm(g, c, dtype, size);
+  } else if (c.name == "gelu_chain") {
     auto x = g.input("x", dtype, matrix);
     auto r = g.input("r", dtype, matrix);
     auto s = g.input("s", dtype, row);
@@ -87,6 +136,12 @@ ir::Graph bench_graph(const BenchCase& c, DType dtype, const BenchSize& size) {
 }
 
 int64_t bench_bytes(const BenchCase& c, DType dtype, const BenchSize& size) {
+  check_size_form(c, size);
+  if (c.form == SizeForm::Gemm) {
+    const int64_t b = size.batches(), m = size.rows, n = size.cols, k = size.depth;
+    const int64_t bias = c.name == "gemm_bias_gelu" ? n : 0;
+    return (b * (m * k + k * n + m * n) + bias) * dtype_bytes(dtype);
+  }
   const int64_t es = dtype_bytes(dtype), rc = size.rows * size.cols, r = size.rows, cc = size.cols;
   if (c.name == "gelu_chain") return (3 * rc + 2 * cc) * es;
   if (c.name == "softmax") return 2 * rc * es;
@@ -97,7 +152,32 @@ int64_t bench_bytes(const BenchCase& c, DType dtype, const BenchSize& size) {
   throw Error(fmt::format("benchmark case {} has no bytes formula", c.name));
 }
 
-int64_t bench_flops(const BenchCase&, DType, const BenchSize&) { return 0; }
+int64_t bench_flops(const BenchCase& c, DType, const BenchSize& size) {
+  check_size_form(c, size);
+  if (c.form != SizeForm::Gemm) return 0;
+  return 2 * size.batches() * size.rows * size.cols * size.depth;
+}
+
+namespace {
+
+// "4096x512x8" -> {4096, 512, 8}; nullopt unless every part is a positive integer.
+std::optional<std::vector<int64_t>> parse_dims(std::string_view item) {
+  std::vector<int64_t> dims;
+  size_t start = 0;
+  while (true) {
+    size_t x = item.find('x', start);
+    if (x == std::string_view::npos) x = item.size();
+    int64_t d = 0;
+    const char *first = item.data() + start, *last = item.data() + x;
+    auto r = std::from_chars(first, last, d);
+    if (first == last || r.ec != std::errc() || r.ptr != last || d < 1) return std::nullopt;
+    dims.push_back(d);
+    if (x == item.size()) return dims;
+    start = x + 1;
+  }
+}
+
+}  // namespace
 
 std::vector<BenchSize> parse_bench_sizes(std::string_view text) {
   std::vector<BenchSize> sizes;
@@ -106,17 +186,14 @@ std::vector<BenchSize> parse_bench_sizes(std::string_view text) {
     size_t comma = text.find(',', start);
     if (comma == std::string_view::npos) comma = text.size();
     std::string_view item = text.substr(start, comma - start);
-    size_t x = item.find('x');
-    BenchSize s{0, 0};
-    bool ok = x != std::string_view::npos;
-    if (ok) {
-      auto r1 = std::from_chars(item.data(), item.data() + x, s.rows);
-      auto r2 = std::from_chars(item.data() + x + 1, item.data() + item.size(), s.cols);
-      ok = r1.ec == std::errc() && r1.ptr == item.data() + x && r2.ec == std::errc() &&
-           r2.ptr == item.data() + item.size() && s.rows > 0 && s.cols > 0;
-    }
-    if (!ok) throw Error(fmt::format("bad size '{}' in '{}': expected ROWSxCOLS with positive integers", item, text));
-    sizes.push_back(s);
+    const std::optional<std::vector<int64_t>> d = parse_dims(item);
+    if (!d || d->size() < 2 || d->size() > 4)
+      throw Error(fmt::format("bad size '{}' in '{}': expected RxC, MxNxK or BxMxNxK with positive integers", item,
+                              text));
+    const std::vector<int64_t>& v = *d;
+    if (v.size() == 2) sizes.push_back({v[0], v[1]});
+    else if (v.size() == 3) sizes.push_back(BenchSize::gemm(v[0], v[1], v[2]));
+    else sizes.push_back(BenchSize::batched_gemm(v[0], v[1], v[2], v[3]));
     start = comma + 1;
   }
   return sizes;

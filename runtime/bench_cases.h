@@ -1,7 +1,8 @@
 // The benchmark cases of `kiln bench`: each builds its graph with the C++ DSL for a
-// size [rows, cols] and a dtype, and says how many bytes the job must move at least
-// (each tensor read or written once). bench/peers.py defines the same cases for the
-// peer frameworks; the two lists must stay in step.
+// size and a dtype, and says how many bytes the job must move at least (each tensor
+// read or written once) and how many flops it does. A memory-bound case takes a size
+// [rows, cols]; a GEMM case a product M x N x K, optionally batched. bench/peers.py
+// defines the same cases for the peer frameworks; the two lists must stay in step.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -13,17 +14,33 @@
 
 namespace kiln::runtime {
 
+// A size in one of three forms: RxC (rows, cols), MxNxK (rows = M, cols = N,
+// depth = K) and BxMxNxK (with batch = B). depth and batch are 0 where the form has none.
 struct BenchSize {
   int64_t rows = 1, cols = 1;
-  std::string str() const;  // "8192x8192"
+  int64_t depth = 0;  // K of a GEMM size
+  int64_t batch = 0;  // B of a batched GEMM size
+  static BenchSize gemm(int64_t m, int64_t n, int64_t k) { return {m, n, k, 0}; }
+  static BenchSize batched_gemm(int64_t b, int64_t m, int64_t n, int64_t k) { return {m, n, k, b}; }
+  bool is_gemm() const { return depth > 0; }
+  // The batch count of a GEMM size: 1 when the form has none.
+  int64_t batches() const { return batch > 0 ? batch : 1; }
+  std::string str() const;  // "8192x8192", "4096x4096x4096", "32x1024x1024x1024"
+  // The dims in the order str() prints them (the shape of a bench report row).
+  std::vector<int64_t> dims() const;
   bool operator==(const BenchSize&) const = default;
 };
+
+// Which sizes a case takes.
+enum class SizeForm { Matrix, Gemm };  // RxC; MxNxK or BxMxNxK
 
 struct BenchCase {
   std::string name;           // "softmax"
   std::string description;    // "y = softmax(x, axis -1)"
   std::vector<DType> dtypes;  // the dtypes it runs in by default
   std::vector<BenchSize> sizes;
+  SizeForm form = SizeForm::Matrix;
+  bool takes(const BenchSize& s) const { return s.is_gemm() == (form == SizeForm::Gemm); }
 };
 
 // Every case, in the order `kiln bench` runs them.
@@ -36,12 +53,16 @@ const BenchCase& find_bench_case(std::string_view name);
 // dtype or size the case cannot have.
 ir::Graph bench_graph(const BenchCase& c, DType dtype, const BenchSize& size);
 
-// The minimum bytes moved (each tensor read or written once) and the flops (0 for
-// these memory-bound cases).
+// The minimum bytes moved (each tensor read or written once) and the flops: 2 B M N K
+// for a GEMM case (its epilogue counts as none), 0 for the memory-bound cases.
 int64_t bench_bytes(const BenchCase& c, DType dtype, const BenchSize& size);
 int64_t bench_flops(const BenchCase& c, DType dtype, const BenchSize& size);
 
-// "RxC,RxC,..." -> sizes; throws kiln::Error on a malformed or non-positive entry.
+// "RxC,MxNxK,BxMxNxK,..." -> sizes; throws kiln::Error on a malformed or non-positive
+// entry. Which case takes which form is BenchCase::takes.
 std::vector<BenchSize> parse_bench_sizes(std::string_view text);
+
+// Throws kiln::Error when `c` does not take sizes of the form of `s`, naming both.
+void check_size_form(const BenchCase& c, const BenchSize& s);
 
 }  // namespace kiln::runtime

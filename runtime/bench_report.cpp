@@ -11,19 +11,21 @@
 
 namespace kiln::runtime {
 
+double roofline_percent(const BenchRow& row, double copy_gbs, double gemm_tflops) {
+  // The roofline: bandwidth x intensity until the compute roof. A row under the slope
+  // is measured against the bandwidth, one past the ridge against the GEMM rate.
+  const double intensity = row.bytes > 0 ? static_cast<double>(row.flops) / static_cast<double>(row.bytes) : 0;
+  if (gemm_tflops > 0 && copy_gbs * intensity / 1e3 > gemm_tflops) return 100.0 * row.tflop_s / gemm_tflops;
+  return copy_gbs > 0 ? 100.0 * row.gb_s / copy_gbs : 0;
+}
+
 void fill_rates(BenchRow& row, double copy_gbs, double gemm_tflops) {
   row.gb_s = row.tflop_s = row.pct_roofline = 0;
   if (row.median_ms <= 0) return;
   const double seconds = row.median_ms * 1e-3;
   row.gb_s = static_cast<double>(row.bytes) / seconds / 1e9;
   row.tflop_s = static_cast<double>(row.flops) / seconds / 1e12;
-  // The roofline: bandwidth x intensity until the compute roof. A row under the slope
-  // is measured against the bandwidth, one past the ridge against the GEMM rate.
-  const double intensity = row.bytes > 0 ? static_cast<double>(row.flops) / static_cast<double>(row.bytes) : 0;
-  if (gemm_tflops > 0 && copy_gbs * intensity / 1e3 > gemm_tflops)
-    row.pct_roofline = 100.0 * row.tflop_s / gemm_tflops;
-  else
-    row.pct_roofline = copy_gbs > 0 ? 100.0 * row.gb_s / copy_gbs : 0;
+  row.pct_roofline = roofline_percent(row, copy_gbs, gemm_tflops);
 }
 
 nlohmann::json to_json(const BenchReport& report) {
@@ -138,7 +140,7 @@ std::string to_csv(const BenchReport& report) {
 void merge_peers(BenchReport& ours, const BenchReport& peers) {
   for (BenchRow row : peers.rows) {
     row.peer_pct_roofline = row.pct_roofline;
-    row.pct_roofline = ours.copy_gbs > 0 && row.gb_s > 0 ? 100.0 * row.gb_s / ours.copy_gbs : 0;
+    row.pct_roofline = row.gb_s > 0 ? roofline_percent(row, ours.copy_gbs, ours.gemm_tflops) : 0;
     bool replaced = false;
     for (BenchRow& mine : ours.rows) {
       if (mine.same_key(row)) {

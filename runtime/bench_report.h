@@ -14,7 +14,7 @@ namespace kiln::runtime {
 struct BenchRow {
   std::string case_name;       // "softmax"
   std::string dtype;           // "f16"
-  std::vector<int64_t> shape;  // [R, C]
+  std::vector<int64_t> shape;  // [R, C]; GEMM cases [M, N, K] or [B, M, N, K]
   std::string impl;            // "kiln default", "kiln tuned", "hand-written", "torch eager", ...
   double median_ms = 0;
   int64_t bytes = 0;
@@ -47,6 +47,10 @@ struct BenchReport {
 // Fills gb_s, tflop_s and pct_roofline from median_ms, bytes, flops, copy_gbs and
 // gemm_tflops (0: no compute roof); all 0 when median_ms is not positive.
 void fill_rates(BenchRow& row, double copy_gbs, double gemm_tflops = 0);
+// The row's place under the roofline from its gb_s and tflop_s: % of the GEMM rate for
+// a row whose flop/B puts it past the ridge (copy_gbs x intensity above the rate), else
+// % of the copy bandwidth.
+double roofline_percent(const BenchRow& row, double copy_gbs, double gemm_tflops);
 
 nlohmann::json to_json(const BenchReport& report);
 // Throws kiln::Error naming the missing or mistyped field (and the row).
@@ -60,7 +64,7 @@ std::string to_csv(const BenchReport& report);
 
 // Adds the peers' rows to `ours`, replacing a row with the same key. Each merged
 // row keeps the peer's own figure in peer_pct_roofline and has pct_roofline
-// recomputed against ours.copy_gbs.
+// recomputed against our roofline (ours.copy_gbs and ours.gemm_tflops).
 void merge_peers(BenchReport& ours, const BenchReport& peers);
 
 // Today's date as YYYY-MM-DD (local time).

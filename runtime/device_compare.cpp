@@ -99,8 +99,8 @@ CUfunction compare_function(DType t, const std::string& arch) {
 
 }  // namespace
 
-DeviceReference::DeviceReference(const HostTensor& want)
-    : want_(&want), values_(want.values.size() * sizeof(double)) {
+DeviceReference::DeviceReference(const HostTensor& want, double bound)
+    : want_(&want), bound_(bound), values_(want.values.size() * sizeof(double)) {
   if (!want.values.empty()) values_.upload(want.values.data(), want.values.size() * sizeof(double));
 }
 
@@ -131,7 +131,7 @@ Comparison DeviceReference::compare(const DeviceBuffer& got, const std::string& 
       total.merge(part);
     }
   }
-  return finish_comparison(total, want);
+  return finish_comparison(total, want, bound_);
 }
 
 }  // namespace kiln::runtime

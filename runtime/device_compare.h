@@ -13,16 +13,18 @@
 
 namespace kiln::runtime {
 
-// A reference tensor uploaded once as doubles (exact for every dtype Kiln has).
+// A reference tensor uploaded once as doubles (exact for every dtype Kiln has), and
+// the rel-L2 bound a comparison with it uses (< 0: the dtype's default).
 class DeviceReference {
 public:
-  explicit DeviceReference(const HostTensor& want);
+  explicit DeviceReference(const HostTensor& want, double bound = -1);
   const HostTensor& host() const { return *want_; }
   // `got` holds a packed tensor of the reference's type (as a kernel writes it).
   Comparison compare(const DeviceBuffer& got, const std::string& arch) const;
 
 private:
   const HostTensor* want_;
+  double bound_;
   DeviceBuffer values_;
 };
 

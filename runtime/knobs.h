@@ -7,8 +7,9 @@
 //                                           when present; refresh: re-tune and overwrite
 //   KILN_TUNE_DB    path    $KILN_CACHE_DIR/tuning.json   the tuning database
 //   KILN_ARCH       string  (the device's)  compile for this arch, e.g. sm_90a, with no GPU
-//   KILN_DEBUG      int     0               1: kernels launched and their times; 2: + tile
-//                                           configs; 3: + IR after each pass; 4: + CUDA source
+//   KILN_DEBUG      int     0               1: kernels launched and their times, reference
+//                                           matmuls run on the GPU; 2: + tile configs;
+//                                           3: + IR after each pass; 4: + CUDA source
 //   KILN_THREADS    int     (the cores)     threads of the CPU reference interpreter (read by
 //                                           ir/parallel.cpp: the IR library has no runtime)
 //   KILN_TF32       bool    0               1: f32 matmuls multiply on Tensor Cores after

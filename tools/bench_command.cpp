@@ -1,11 +1,13 @@
 // `kiln bench [CASE...]`: runs each benchmark case (runtime/bench_cases.h) at each size
 // as Kiln's generated kernels with the heuristic config ("kiln default"), with the
-// tuned config ("kiln tuned": the tuning record, tuned now when there is none), and as
-// the hand-written baseline (baselines/); a vendor library would be one more row. Every
-// implementation's outputs are checked against the reference interpreter on the same
-// random inputs before its time counts. Rates are set against the device-to-device
-// copy bandwidth measured in the same run. --compile-only needs no GPU: it compiles
-// every case's generated kernels and baselines through NVRTC and says what compiled.
+// tuned config ("kiln tuned": the tuning record, tuned now when there is none), as
+// the hand-written baseline (baselines/), and, for the GEMM cases, as cuBLAS and
+// cuBLASLt (runtime/bench_vendor.h). Every implementation's outputs are checked
+// against the reference (runtime/reference.h) on the same random inputs before its time
+// counts. Rates are set against the roofline measured in the same run: the
+// device-to-device copy bandwidth and cuBLAS's GEMM rate. --compile-only needs no GPU:
+// it compiles every case's generated kernels and baselines through NVRTC and says
+// what compiled.
 #include <fmt/format.h>
 
 #include <chrono>
@@ -23,6 +25,7 @@
 #include "runtime/autotuner.h"
 #include "runtime/bench_cases.h"
 #include "runtime/bench_report.h"
+#include "runtime/bench_vendor.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/device.h"
 #include "runtime/device_compare.h"
@@ -30,6 +33,7 @@
 #include "runtime/gemm_rate.h"
 #include "runtime/knobs.h"
 #include "runtime/program.h"
+#include "runtime/reference.h"
 #include "runtime/timer.h"
 #include "runtime/tuning_db.h"
 #include "tools/commands.h"
@@ -73,10 +77,16 @@ std::vector<Job> jobs_of(const BenchArgs& a) {
   for (const std::string& name : a.cases) cases.push_back(&runtime::find_bench_case(name));
   std::optional<std::vector<BenchSize>> sizes;
   if (!a.sizes.empty()) sizes = runtime::parse_bench_sizes(a.sizes);
+  // --sizes with no case named runs each size in the cases that take its form; a case
+  // named with a size of the other form is an error.
   std::vector<Job> jobs;
   for (const BenchCase* c : cases)
     for (DType t : c->dtypes)
-      for (const BenchSize& s : sizes.value_or(c->sizes)) jobs.push_back({c, t, s});
+      for (const BenchSize& s : sizes.value_or(c->sizes)) {
+        if (!a.cases.empty()) runtime::check_size_form(*c, s);
+        else if (!c->takes(s)) continue;
+        jobs.push_back({c, t, s});
+      }
   return jobs;
 }
 
@@ -102,10 +112,6 @@ std::string first_line(const std::string& s) { return s.substr(0, s.find('\n'));
 baselines::Problem problem_of(const Job& j, int sm_count) {
   return baselines::Problem{j.c->name, j.dtype, j.size.rows, j.size.cols, sm_count};
 }
-
-// Vendor libraries (cuBLAS for GEMM cases) would add a row here; the memory-bound
-// cases have none, so no row is printed for them.
-std::optional<std::string> vendor_library(const Job&) { return std::nullopt; }
 
 // ---- --compile-only ----
 
@@ -144,7 +150,23 @@ int compile_only(const BenchArgs& a, const std::vector<Job>& jobs) {
         std::cout << fmt::format("  {} {}: FAILED: {}\n", kHandImpl, b->name, e.what());
       }
     }
-    if (auto vendor = vendor_library(j)) std::cout << fmt::format("  {}: not built with --compile-only\n", *vendor);
+    for (const std::string& vendor : runtime::vendor_impls(*j.c)) {
+      if (vendor != runtime::kCublasEpilogueImpl) {
+        std::cout << fmt::format("  {}: not run with --compile-only (a vendor library)\n", vendor);
+        continue;
+      }
+      // Kiln's half of this row compiles here; a failure is Kiln's bug, as a baseline's is.
+      try {
+        runtime::ProgramOptions options;
+        options.arch = arch;
+        runtime::Program p = runtime::Program::compile(runtime::vendor_epilogue_graph(j.dtype, j.size), options);
+        std::cout << fmt::format("  {}: cuBLAS not run with --compile-only; Kiln's epilogue compiled {} kernel(s) "
+                                 "for {}: {}\n", vendor, p.kernels().size(), p.arch(), kernel_configs(p));
+      } catch (const Error& e) {
+        ok = false;
+        std::cout << fmt::format("  {}: FAILED: Kiln's epilogue: {}\n", vendor, e.what());
+      }
+    }
   }
   std::cout << (ok ? "compile-only: every baseline compiled; nothing ran on a GPU\n"
                    : "compile-only: some baselines failed to compile\n");
@@ -172,13 +194,14 @@ struct JobData {
 JobData prepare(const Job& j, uint64_t seed) {
   JobData d{runtime::bench_graph(*j.c, j.dtype, j.size), {}, {}, {}, {}, {}, {}};
   std::vector<HostTensor> inputs = ir::random_inputs(d.graph, seed);
-  d.reference = ir::evaluate(d.graph, inputs);
+  d.reference = runtime::reference_outputs(d.graph, inputs);
   for (const HostTensor& t : inputs) {
     d.inputs.push_back(runtime::DeviceBuffer::from_host(t));
     d.input_ptrs.push_back(d.inputs.back().ptr());
   }
-  for (const HostTensor& t : d.reference) {
-    d.want.emplace_back(t);
+  for (size_t i = 0; i < d.reference.size(); ++i) {
+    const HostTensor& t = d.reference[i];
+    d.want.emplace_back(t, rel_l2_bound_for(*d.graph.outputs()[i]));
     d.outputs.emplace_back(static_cast<size_t>(t.type.bytes()));
     d.output_ptrs.push_back(d.outputs.back().ptr());
   }
@@ -190,7 +213,7 @@ BenchRow new_row(const Job& j, const std::string& impl) {
   BenchRow row;
   row.case_name = j.c->name;
   row.dtype = dtype_name(j.dtype);
-  row.shape = {j.size.rows, j.size.cols};
+  row.shape = j.size.dims();
   row.impl = impl;
   row.bytes = runtime::bench_bytes(*j.c, j.dtype, j.size);
   row.flops = runtime::bench_flops(*j.c, j.dtype, j.size);
@@ -356,6 +379,21 @@ std::vector<BenchRow> run_job(const Job& j, const BenchArgs& a, const Roof& roof
   } else {
     rows.push_back(unsupported_row(j, kHandImpl, "no hand-written baseline for this dtype and size"));
   }
+  for (const std::string& impl : runtime::vendor_impls(*j.c)) {
+    std::optional<runtime::VendorRun> vendor;
+    try {
+      vendor.emplace(runtime::make_vendor_run(impl, *j.c, j.dtype, j.size, d.inputs, d.outputs, a.arch));
+    } catch (const Error& e) {
+      rows.push_back(unsupported_row(j, impl, e.what()));
+    }
+    if (vendor) {
+      try {
+        rows.push_back(measure(j, d, impl, vendor->config, vendor->launch, a.reps, roof));
+      } catch (const Error& e) {
+        rows.push_back(error_row(j, impl, e.what()));
+      }
+    }
+  }
   return rows;
 }
 
@@ -427,10 +465,12 @@ int bench(const BenchArgs& a) {
   for (const Job& j : jobs) {
     std::cout << fmt::format("== {}\n", j.str()) << std::flush;
     for (BenchRow& row : run_job(j, a, roof, device.sm_count())) {
-      std::cout << fmt::format("  {}: {} {}\n", row.impl, row.check,
-                               row.median_ms > 0 ? fmt::format("{:.4f} ms, {:.1f}% of copy", row.median_ms,
-                                                               row.pct_roofline)
-                                                 : row.config);
+      std::string figures = row.config;
+      if (row.median_ms > 0)
+        figures = row.flops > 0 ? fmt::format("{:.4f} ms, {:.1f} TFLOP/s, {:.1f}% of the roofline", row.median_ms,
+                                              row.tflop_s, row.pct_roofline)
+                                : fmt::format("{:.4f} ms, {:.1f}% of the roofline", row.median_ms, row.pct_roofline);
+      std::cout << fmt::format("  {}: {} {}\n", row.impl, row.check, figures);
       report.rows.push_back(std::move(row));
     }
     // Written after every job, so that an interrupted run keeps what it measured.
@@ -455,12 +495,15 @@ int bench(const BenchArgs& a) {
 Command add_bench_command(CLI::App& kiln) {
   auto args = std::make_shared<BenchArgs>();
   CLI::App* app = kiln.add_subcommand(
-      "bench", "Run the benchmark cases as Kiln's default and tuned kernels and as hand-written baselines; check "
-               "each against the CPU reference and report time, GB/s and % of the copy-bandwidth roofline.");
+      "bench", "Run the benchmark cases as Kiln's default and tuned kernels, as hand-written baselines and (GEMM "
+               "cases) as cuBLAS and cuBLASLt; check each against the reference and report time, GB/s, TFLOP/s and "
+               "% of the roofline (copy bandwidth, GEMM rate).");
   std::string names;
   for (const BenchCase& c : runtime::bench_cases()) names += (names.empty() ? "" : ", ") + c.name;
   app->add_option("cases", args->cases, "cases to run (default: all): " + names);
-  app->add_option("--sizes", args->sizes, "sizes RxC,... instead of each case's defaults");
+  app->add_option("--sizes", args->sizes,
+                  "sizes instead of each case's defaults: RxC for the memory-bound cases, MxNxK or BxMxNxK for "
+                  "the GEMM cases (with no case named, each size runs in the cases that take its form)");
   app->add_option("--csv", args->csv, "also write the rows to this CSV file");
   app->add_option("--json", args->json, "also write the report (rows, device, date, copy bandwidth) as JSON");
   app->add_option("--peers", args->peers, "merge a peers JSON report (bench/peers.py) into the table");

@@ -12,11 +12,15 @@
 namespace kiln {
 namespace {
 
-TEST(BaselineRegistry, EveryBenchCaseHasABaselineForItsDefaults) {
-  for (const auto& c : runtime::bench_cases())
+TEST(BaselineRegistry, EveryMemoryBoundBenchCaseHasABaselineForItsDefaults) {
+  // The GEMM cases' hand-written kernel comes with the GEMM kernel kind; until then
+  // their rows say there is none, and cuBLAS is what they are measured against.
+  for (const auto& c : runtime::bench_cases()) {
+    if (c.form != runtime::SizeForm::Matrix) continue;
     for (DType t : c.dtypes)
       for (const auto& s : c.sizes)
         EXPECT_NE(baselines::find({c.name, t, s.rows, s.cols}), nullptr) << c.name << " " << s.str();
+  }
 }
 
 TEST(BaselineRegistry, SoftmaxPrefersRegistersThenStreams) {

@@ -25,17 +25,23 @@ std::vector<TensorType> output_types(const ir::Graph& g) {
 
 const runtime::BenchCase& named(const char* name) { return runtime::find_bench_case(name); }
 
-TEST(BenchCases, ListsTheSixCasesInOrder) {
+TEST(BenchCases, ListsTheCasesInOrder) {
   std::vector<std::string> names;
   for (const auto& c : runtime::bench_cases()) names.push_back(c.name);
   EXPECT_EQ(names, (std::vector<std::string>{"gelu_chain", "softmax", "add_rmsnorm", "layer_norm", "row_sum",
-                                             "col_sum"}));
+                                             "col_sum", "gemm", "gemm_batched", "gemm_bias_gelu"}));
+}
+
+// A small size of the form the case takes.
+BenchSize small_size(const runtime::BenchCase& c) {
+  return c.form == runtime::SizeForm::Gemm ? BenchSize::gemm(6, 40, 9) : BenchSize{6, 40};
 }
 
 TEST(BenchCases, EveryDefaultGraphVerifies) {
   for (const auto& c : runtime::bench_cases())
     for (DType t : c.dtypes)
       for (const BenchSize& s : c.sizes) {
+        EXPECT_TRUE(c.takes(s)) << c.name << " " << s.str();
         SCOPED_TRACE(c.name + " " + s.str());
         ir::Graph g = runtime::bench_graph(c, t, s);
         EXPECT_NO_THROW(ir::verify(g));
@@ -94,14 +100,94 @@ TEST(BenchCases, BytesCountEachTensorOnce) {
 
 TEST(BenchCases, BytesMatchTheGraphsInputsAndOutputs) {
   // An independent count: the graph's own inputs and outputs, each once.
+  for (const auto& c : runtime::bench_cases())
+    for (BenchSize s : {small_size(c), c.form == runtime::SizeForm::Gemm ? BenchSize::batched_gemm(3, 6, 40, 9)
+                                                                          : BenchSize{7, 3}}) {
+      ir::Graph g = runtime::bench_graph(c, c.dtypes[0], s);
+      int64_t bytes = 0;
+      for (const TensorType& t : input_types(g)) bytes += t.bytes();
+      for (const TensorType& t : output_types(g)) bytes += t.bytes();
+      EXPECT_EQ(runtime::bench_bytes(c, c.dtypes[0], s), bytes) << c.name << " " << s.str();
+    }
+}
+
+TEST(BenchCases, MemoryBoundCasesCountNoFlops) {
   for (const auto& c : runtime::bench_cases()) {
-    ir::Graph g = runtime::bench_graph(c, c.dtypes[0], {6, 40});
-    int64_t bytes = 0;
-    for (const TensorType& t : input_types(g)) bytes += t.bytes();
-    for (const TensorType& t : output_types(g)) bytes += t.bytes();
-    EXPECT_EQ(runtime::bench_bytes(c, c.dtypes[0], {6, 40}), bytes) << c.name;
-    EXPECT_EQ(runtime::bench_flops(c, c.dtypes[0], {6, 40}), 0) << c.name;
+    if (c.form == runtime::SizeForm::Matrix) {
+      EXPECT_EQ(runtime::bench_flops(c, c.dtypes[0], {6, 40}), 0) << c.name;
+    }
   }
+}
+
+TEST(BenchCases, GemmFlopsAreTwoBMNK) {
+  EXPECT_EQ(runtime::bench_flops(named("gemm"), DType::f16, BenchSize::gemm(4096, 4096, 4096)),
+            2LL * 4096 * 4096 * 4096);
+  EXPECT_EQ(runtime::bench_flops(named("gemm"), DType::bf16, BenchSize::gemm(16, 8192, 8192)), 2LL * 16 * 8192 * 8192);
+  EXPECT_EQ(runtime::bench_flops(named("gemm_batched"), DType::f16, BenchSize::batched_gemm(32, 1024, 1024, 1024)),
+            2LL * 32 * 1024 * 1024 * 1024);
+  // The epilogue's bias and GELU count as no flops.
+  EXPECT_EQ(runtime::bench_flops(named("gemm_bias_gelu"), DType::f16, BenchSize::gemm(5, 7, 3)), 2 * 5 * 7 * 3);
+}
+
+TEST(BenchCases, GemmBytesCountABCAndBiasOnce) {
+  EXPECT_EQ(runtime::bench_bytes(named("gemm"), DType::f16, BenchSize::gemm(4093, 4099, 4097)),
+            (4093LL * 4097 + 4097LL * 4099 + 4093LL * 4099) * 2);
+  EXPECT_EQ(runtime::bench_bytes(named("gemm_batched"), DType::f16, BenchSize::batched_gemm(32, 1024, 1024, 1024)),
+            32LL * 3 * 1024 * 1024 * 2);
+  EXPECT_EQ(runtime::bench_bytes(named("gemm_bias_gelu"), DType::f16, BenchSize::gemm(4096, 4096, 4096)),
+            (3LL * 4096 * 4096 + 4096) * 2);
+}
+
+TEST(BenchCases, GemmDefaults) {
+  EXPECT_EQ(named("gemm").dtypes, (std::vector<DType>{DType::f16, DType::bf16}));
+  EXPECT_EQ(named("gemm").sizes,
+            (std::vector<BenchSize>{BenchSize::gemm(4096, 4096, 4096), BenchSize::gemm(8192, 8192, 8192),
+                                    BenchSize::gemm(4093, 4099, 4097), BenchSize::gemm(16, 8192, 8192)}));
+  EXPECT_EQ(named("gemm_batched").sizes, (std::vector<BenchSize>{BenchSize::batched_gemm(32, 1024, 1024, 1024)}));
+  EXPECT_EQ(named("gemm_batched").dtypes, (std::vector<DType>{DType::f16}));
+  EXPECT_EQ(named("gemm_bias_gelu").sizes, (std::vector<BenchSize>{BenchSize::gemm(4096, 4096, 4096)}));
+}
+
+TEST(BenchCases, GemmTakesRowMajorAAndB) {
+  ir::Graph g = runtime::bench_graph(named("gemm"), DType::bf16, BenchSize::gemm(5, 7, 3));
+  EXPECT_EQ(g.name(), "gemm_bf16_5x7x3");
+  EXPECT_EQ(input_types(g), (std::vector<TensorType>{{DType::bf16, {5, 3}}, {DType::bf16, {3, 7}}}));
+  EXPECT_EQ(output_types(g), (std::vector<TensorType>{{DType::bf16, {5, 7}}}));
+  const ir::Node* mm = g.outputs()[0]->producer;
+  ASSERT_EQ(mm->op, ir::OpKind::Matmul);
+  EXPECT_FALSE(mm->attrs.get_bool("transpose_a"));
+  EXPECT_FALSE(mm->attrs.get_bool("transpose_b"));
+}
+
+TEST(BenchCases, BatchedGemmBatchesBothOperands) {
+  ir::Graph g = runtime::bench_graph(named("gemm_batched"), DType::f16, BenchSize::batched_gemm(4, 5, 7, 3));
+  EXPECT_EQ(input_types(g), (std::vector<TensorType>{{DType::f16, {4, 5, 3}}, {DType::f16, {4, 3, 7}}}));
+  EXPECT_EQ(output_types(g), (std::vector<TensorType>{{DType::f16, {4, 5, 7}}}));
+}
+
+TEST(BenchCases, GemmBiasGeluIsTanhGeluOfTheProductPlusBias) {
+  ir::Graph g = runtime::bench_graph(named("gemm_bias_gelu"), DType::f16, BenchSize::gemm(5, 7, 3));
+  EXPECT_EQ(input_types(g), (std::vector<TensorType>{{DType::f16, {5, 3}}, {DType::f16, {3, 7}}, {DType::f16, {7}}}));
+  const ir::Node* gelu = g.outputs()[0]->producer;
+  ASSERT_EQ(gelu->op, ir::OpKind::Gelu);
+  EXPECT_EQ(gelu->attrs.get_string("approximate"), "tanh");
+  const ir::Node* add = gelu->operands[0]->producer;
+  ASSERT_EQ(add->op, ir::OpKind::Add);
+  EXPECT_EQ(add->operands[0]->producer->op, ir::OpKind::Matmul);
+  EXPECT_EQ(add->operands[1], g.inputs()[2]);
+}
+
+TEST(BenchCases, SizesOfTheOtherFormAreRefused) {
+  EXPECT_THROW(runtime::bench_graph(named("gemm"), DType::f16, {64, 64}), Error);
+  try {
+    runtime::check_size_form(named("softmax"), BenchSize::gemm(64, 64, 64));
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("benchmark case softmax takes sizes RxC, not 64x64x64"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_TRUE(named("gemm").takes(BenchSize::batched_gemm(2, 3, 4, 5)));
+  EXPECT_FALSE(named("layer_norm").takes(BenchSize::gemm(3, 4, 5)));
 }
 
 TEST(BenchCases, UnknownCaseNamesTheKnownOnes) {
@@ -119,9 +205,37 @@ TEST(BenchCases, ParsesSizes) {
   EXPECT_EQ(runtime::parse_bench_sizes("8192x8192,1x3"), (std::vector<BenchSize>{{8192, 8192}, {1, 3}}));
 }
 
+TEST(BenchCases, ParsesGemmSizes) {
+  EXPECT_EQ(runtime::parse_bench_sizes("4093x4099x4097,32x1024x512x256"),
+            (std::vector<BenchSize>{BenchSize::gemm(4093, 4099, 4097), BenchSize::batched_gemm(32, 1024, 512, 256)}));
+  const BenchSize s = runtime::parse_bench_sizes("16x8192x4096")[0];
+  EXPECT_EQ(s.rows, 16);
+  EXPECT_EQ(s.cols, 8192);
+  EXPECT_EQ(s.depth, 4096);
+  EXPECT_EQ(s.batches(), 1);
+}
+
+TEST(BenchCases, SizesPrintBackInTheirOwnForm) {
+  for (const char* text : {"8192x8192", "4096x4096x4096", "32x1024x1024x1024", "1x2x3x4"})
+    EXPECT_EQ(runtime::parse_bench_sizes(text)[0].str(), text);
+  EXPECT_EQ(BenchSize::batched_gemm(2, 3, 4, 5).dims(), (std::vector<int64_t>{2, 3, 4, 5}));
+}
+
 TEST(BenchCases, RejectsMalformedSizes) {
-  for (const char* bad : {"", "8192", "8x", "x8", "0x5", "4x-2", "4x5,", "4x5y", "4 x5"})
+  for (const char* bad : {"", "8192", "8x", "x8", "0x5", "4x-2", "4x5,", "4x5y", "4 x5", "4x5x", "4xx5", "1x2x3x4x5",
+                          "4x0x5", "4x5x+6", "0x4x5x6"})
     EXPECT_THROW(runtime::parse_bench_sizes(bad), Error) << "'" << bad << "'";
+}
+
+TEST(BenchCases, AMalformedSizeSaysWhatIsExpected) {
+  try {
+    runtime::parse_bench_sizes("64x64,4x5x");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("bad size '4x5x' in '64x64,4x5x': expected RxC, MxNxK or BxMxNxK"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(BenchCases, RejectsIntegerDtypes) {

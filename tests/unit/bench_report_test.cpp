@@ -100,6 +100,54 @@ TEST(BenchReport, RooflineIsBandwidthUnderTheSlopeAndTheGemmRatePastTheRidge) {
   EXPECT_DOUBLE_EQ(r.pct_roofline, 0.05);  // 2 of 4000 GB/s
 }
 
+// A GEMM row as `kiln bench` makes it: bytes and flops from the case table.
+BenchRow gemm_row(const runtime::BenchSize& size, double ms) {
+  const runtime::BenchCase& c = runtime::find_bench_case("gemm");
+  BenchRow r;
+  r.case_name = "gemm";
+  r.dtype = "f16";
+  r.shape = size.dims();
+  r.impl = "cublas";
+  r.median_ms = ms;
+  r.bytes = runtime::bench_bytes(c, DType::f16, size);
+  r.flops = runtime::bench_flops(c, DType::f16, size);
+  return r;
+}
+
+TEST(BenchReport, SquareGemmsSitUnderTheComputeRoof) {
+  // 4096^3 in f16: 2 * 4096^3 flops over 3 * 32 MiB, 1365 flop/B, far past the ridge
+  // (4000 GB/s x 1365 = 5461 TFLOP/s against a roof of 700).
+  BenchRow r = gemm_row(runtime::BenchSize::gemm(4096, 4096, 4096), 0.2);
+  EXPECT_GT(static_cast<double>(r.flops) / static_cast<double>(r.bytes), 1000);
+  runtime::fill_rates(r, 4000, 700);
+  EXPECT_NEAR(r.tflop_s, 687.2, 0.1);  // 1.374e11 flops in 0.2 ms
+  EXPECT_DOUBLE_EQ(r.pct_roofline, 100.0 * r.tflop_s / 700);
+}
+
+TEST(BenchReport, ADecodeShapedGemmSitsUnderTheBandwidthRoof) {
+  // M = 16 against an 8192 x 8192 weight: 16 flop/B, 4000 GB/s x 16 = 64 TFLOP/s, under the ridge.
+  BenchRow r = gemm_row(runtime::BenchSize::gemm(16, 8192, 8192), 0.04);
+  runtime::fill_rates(r, 4000, 700);
+  EXPECT_DOUBLE_EQ(r.pct_roofline, 100.0 * r.gb_s / 4000);
+  EXPECT_GT(r.tflop_s, 0);
+}
+
+TEST(BenchReport, MergedGemmRowsArePlacedUnderOurComputeRoof) {
+  BenchReport ours = sample();
+  ours.gemm_tflops = 800;
+  BenchReport peers;
+  peers.copy_gbs = 4200;
+  BenchRow eager = gemm_row(runtime::BenchSize::gemm(4096, 4096, 4096), 0.25);
+  eager.impl = "torch eager";
+  runtime::fill_rates(eager, 4200, 600);
+  peers.rows = {eager};
+  runtime::merge_peers(ours, peers);
+  const BenchRow& merged = ours.rows.back();
+  EXPECT_DOUBLE_EQ(merged.pct_roofline, 100.0 * eager.tflop_s / 800);
+  EXPECT_DOUBLE_EQ(*merged.peer_pct_roofline, 100.0 * eager.tflop_s / 600);
+  EXPECT_EQ(merged.shape, (std::vector<int64_t>{4096, 4096, 4096}));
+}
+
 TEST(BenchReport, GemmRateSurvivesJson) {
   BenchReport report = sample();
   report.gemm_tflops = 780.5;

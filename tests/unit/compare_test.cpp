@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "frontend/kiln.h"
 #include "ir/compare.h"
 
 namespace kiln {
@@ -49,6 +50,42 @@ TEST(Compare, RangesOverBytesMergeToTheWholeComparison) {
     EXPECT_EQ(split.passed, whole.passed);
     EXPECT_FALSE(whole.passed);
   }
+}
+
+TEST(Compare, MatmulBoundGrowsWithKForF32Only) {
+  EXPECT_EQ(matmul_rel_l2_bound(DType::f16, 1 << 20), 1e-2);
+  EXPECT_EQ(matmul_rel_l2_bound(DType::bf16, 8192), 1e-2);
+  EXPECT_EQ(matmul_rel_l2_bound(DType::f32, 64), 1e-5);     // short products keep f32's bound
+  EXPECT_EQ(matmul_rel_l2_bound(DType::f32, 4096), 1e-5);
+  EXPECT_DOUBLE_EQ(matmul_rel_l2_bound(DType::f32, 16384), 2e-5);  // sqrt(16384 / 4096) = 2
+  EXPECT_DOUBLE_EQ(matmul_rel_l2_bound(DType::f32, 8192), 1e-5 * std::sqrt(2.0));
+}
+
+TEST(Compare, BoundForAValueFollowsTheLongestMatmulUpstream) {
+  kiln::Graph g("bounds");
+  auto a = g.input("a", DType::f32, {8, 16384});
+  auto b = g.input("b", DType::f32, {16384, 4});
+  auto c = g.input("c", DType::f32, {4, 64});
+  auto x = g.input("x", DType::f32, {8, 64});
+  auto long_k = kiln::matmul(a, b);                // K = 16384
+  auto epilogue = kiln::gelu(long_k + 1.0, "tanh");  // downstream of it
+  auto short_k = kiln::matmul(epilogue, c);        // K = 4, but depends on the long one
+  g.output(epilogue);
+  g.output(short_k);
+  g.output(kiln::exp(x));
+  const ir::Graph& ir = g.ir();
+  EXPECT_DOUBLE_EQ(rel_l2_bound_for(*ir.outputs()[0]), 2e-5);
+  EXPECT_DOUBLE_EQ(rel_l2_bound_for(*ir.outputs()[1]), 2e-5);
+  EXPECT_EQ(rel_l2_bound_for(*ir.outputs()[2]), 1e-5);  // no matmul upstream
+  EXPECT_EQ(rel_l2_bound_for(*ir.inputs()[0]), 1e-5);
+}
+
+TEST(Compare, BoundReadsKFromATransposedOperand) {
+  kiln::Graph g("transposed");
+  auto a = g.input("a", DType::f32, {32768, 2});  // [K, M] with transpose_a
+  auto b = g.input("b", DType::f32, {3, 32768});  // [N, K] with transpose_b
+  g.output(kiln::matmul(a, b, true, true));
+  EXPECT_DOUBLE_EQ(rel_l2_bound_for(*g.ir().outputs()[0]), 1e-5 * std::sqrt(8.0));
 }
 
 }  // namespace
