@@ -27,9 +27,12 @@ double matmul_rel_l2_bound(DType out, int64_t k) {
   return base * std::max(1.0, std::sqrt(static_cast<double>(k) / 4096.0));
 }
 
-double rel_l2_bound_for(const ir::Value& v) {
-  // The longest matmul reduction among the nodes `v` depends on.
-  int64_t longest_k = 0;
+double rel_l2_bound_for(const ir::Value& v, bool tf32_products) {
+  // Each matmul `v` depends on sums in fp32 where the reference sums in double, so its
+  // result may round to the neighbouring value of its dtype: what follows inherits the
+  // bound of that dtype (an f32 value computed from an f16 product is as exact as f16),
+  // grown with K for f32 products, and TF32's when f32 products run in TF32.
+  double bound = default_rel_l2_bound(v.type.dtype);
   std::vector<const ir::Value*> todo = {&v};
   std::set<const ir::Value*> seen;
   while (!todo.empty()) {
@@ -39,11 +42,13 @@ double rel_l2_bound_for(const ir::Value& v) {
     const ir::Node& n = *at->producer;
     if (n.op == ir::OpKind::Matmul) {
       const TensorType& a = n.operands[0]->type;
-      longest_k = std::max(longest_k, a.shape[a.rank() - (n.attrs.get_bool("transpose_a") ? 2 : 1)]);
+      const int64_t k = a.shape[a.rank() - (n.attrs.get_bool("transpose_a") ? 2 : 1)];
+      const DType dt = n.result->type.dtype;
+      bound = std::max(bound, dt == DType::f32 && tf32_products ? kTf32RelL2Bound : matmul_rel_l2_bound(dt, k));
     }
     for (const ir::Value* operand : n.operands) todo.push_back(operand);
   }
-  return longest_k > 0 ? matmul_rel_l2_bound(v.type.dtype, longest_k) : default_rel_l2_bound(v.type.dtype);
+  return bound;
 }
 
 void CompareSums::merge(const CompareSums& o) {

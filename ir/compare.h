@@ -39,9 +39,13 @@ double default_rel_l2_bound(DType t);
 // or a correct kernel with a long K (split or not) fails for its length alone.
 double matmul_rel_l2_bound(DType out, int64_t k);
 
-// The bound for comparing a computed value `v` with the reference: the dtype's,
-// grown by matmul_rel_l2_bound for the longest matmul reduction `v` depends on.
-double rel_l2_bound_for(const ir::Value& v);
+// The bound for comparing a computed value `v` with the reference: the largest of its
+// dtype's and, for every matmul `v` depends on, matmul_rel_l2_bound of the product's
+// dtype and K (kTf32RelL2Bound for f32 products run in TF32, when `tf32_products`).
+double rel_l2_bound_for(const ir::Value& v, bool tf32_products = false);
+// TF32 keeps 10 of fp32's 23 mantissa bits: products made from it sit near 1e-3.
+inline constexpr double kTf32RelL2Bound = 5e-3;
+
 // Elements [begin, end) of `got`, a packed device buffer of want's type, against `want`.
 CompareSums compare_range(const void* got, const HostTensor& want, size_t begin, size_t end);
 Comparison finish_comparison(const CompareSums& sums, const HostTensor& want, double bound = -1);

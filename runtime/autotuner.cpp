@@ -221,7 +221,7 @@ std::vector<KernelReference> kernel_references(const ir::Graph& g, const std::ve
     KernelReference r;
     for (const ir::KernelArg& a : k.args) {
       (a.is_output ? r.outputs : r.inputs).push_back(values[slot.at(a.value_id)]);
-      if (a.is_output) r.output_bounds.push_back(rel_l2_bound_for(*by_id.at(a.value_id)));
+      if (a.is_output) r.output_bounds.push_back(rel_l2_bound_for(*by_id.at(a.value_id), knobs::tf32()));
     }
     refs.push_back(std::move(r));
   }

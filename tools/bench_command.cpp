@@ -201,7 +201,7 @@ JobData prepare(const Job& j, uint64_t seed) {
   }
   for (size_t i = 0; i < d.reference.size(); ++i) {
     const HostTensor& t = d.reference[i];
-    d.want.emplace_back(t, rel_l2_bound_for(*d.graph.outputs()[i]));
+    d.want.emplace_back(t, rel_l2_bound_for(*d.graph.outputs()[i], knobs::tf32()));
     d.outputs.emplace_back(static_cast<size_t>(t.type.bytes()));
     d.output_ptrs.push_back(d.outputs.back().ptr());
   }

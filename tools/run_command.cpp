@@ -17,6 +17,7 @@
 #include "runtime/cuda_driver.h"
 #include "runtime/device.h"
 #include "runtime/executable.h"
+#include "runtime/knobs.h"
 #include "runtime/program.h"
 #include "runtime/reference.h"
 #include "runtime/timer.h"
@@ -135,7 +136,7 @@ int run(const RunArgs& a) {
   std::vector<HostTensor> outputs = program.run(inputs);
   bool ok = true;
   for (size_t i = 0; i < outputs.size(); ++i) {
-    Comparison c = compare(outputs[i], reference[i], rel_l2_bound_for(*g.outputs()[i]));
+    Comparison c = compare(outputs[i], reference[i], rel_l2_bound_for(*g.outputs()[i], knobs::tf32()));
     ok = ok && c.passed;
     std::cout << fmt::format("{}: {}\n", output_label(g, i), c.str());
   }

@@ -28,7 +28,11 @@ inline ir::Graph product_graph(DType t, int64_t batch, int64_t m, int64_t n, int
     as.insert(as.begin(), batch);
     bs.insert(bs.begin(), batch);
   }
-  auto c = kiln::matmul(g.input("a", t, as), g.input("b", t, bs));
+  // One statement each: the graph's inputs must come in this order, and the operands
+  // of one call are evaluated in no fixed order.
+  auto a = g.input("a", t, as);
+  auto b = g.input("b", t, bs);
+  auto c = kiln::matmul(a, b);
   if (e == runtime::LtEpilogue::None) {
     g.output(c);
   } else {

@@ -29,7 +29,7 @@ std::vector<ir::KernelKind> expect_matches_reference(const ir::Graph& g, double 
   std::vector<HostTensor> got = program.run(inputs);
   EXPECT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size() && i < want.size(); ++i) {
-    Comparison c = compare(got[i], want[i], bound);
+    Comparison c = compare(got[i], want[i], bound >= 0 ? bound : rel_l2_bound_for(*g.outputs()[i]));
     EXPECT_TRUE(c.passed) << "output " << i << ": " << c.str() << "\n"
                           << ir::print(program.plan().kernels.front());
   }

@@ -23,7 +23,11 @@ namespace {
 
 ir::Graph product(DType t, Shape a, Shape b, bool ta, bool tb) {
   kiln::Graph g("product");
-  g.output(kiln::matmul(g.input("a", t, a), g.input("b", t, b), ta, tb));
+  // One statement each: the graph's inputs come in this order (a call's operands are
+  // evaluated in no fixed order).
+  auto x = g.input("a", t, a);
+  auto y = g.input("b", t, b);
+  g.output(kiln::matmul(x, y, ta, tb));
   return g.ir().clone();
 }
 

@@ -21,7 +21,9 @@ const ir::Node& matmul_of(const ir::Graph& g) {
 
 ir::Graph product(Shape a, Shape b, bool ta = false, bool tb = false) {
   kiln::Graph g("product");
-  g.output(kiln::matmul(g.input("a", DType::f16, a), g.input("b", DType::f16, b), ta, tb));
+  auto x = g.input("a", DType::f16, a);  // one statement each: the inputs keep this order
+  auto y = g.input("b", DType::f16, b);
+  g.output(kiln::matmul(x, y, ta, tb));
   return g.ir().clone();
 }
 
