@@ -113,10 +113,17 @@ private:
     return s + schedule_->setup() + schedule_->accumulators();
   }
 
+  // The pipeline. Before the loop, stages - 1 K steps are in flight. Each stage is
+  // multiplied in k_steps() parts; while part kk multiplies, part kk + 1's operands
+  // load from shared memory. Part 0 starts the copies of the step stages - 1 ahead
+  // into the stage the last step used; the last part waits for the next step's stage,
+  // passes a barrier (after which no thread reads this stage again) and loads the next
+  // stage's first part, so that the Tensor Cores never wait on shared memory.
   std::string pipeline() const {
     const bool async = schedule_->async_copies();
-    const int stages = schedule_->stages(), bytes = schedule_->stage_bytes();
-    const std::string commit_group = async ? "kiln_copy_async_commit();" : "";
+    const int stages = schedule_->stages(), bytes = schedule_->stage_bytes(), parts = schedule_->k_steps();
+    const std::string commit_group = async ? "kiln_copy_async_commit();\n" : "";
+    const std::string wait = async ? fmt::format("kiln_copy_async_wait_group<{}>();\n", stages - 2) : "";
     std::string s = fmt::format("  // The pipeline: {} K steps in flight ahead of the one being multiplied.\n",
                                 stages - 1);
     s += fmt::format("#pragma unroll\n  for (int s = 0; s < {}; ++s) {{\n    if (s < k_steps) {{\n", stages - 1);
@@ -124,23 +131,34 @@ private:
     s += schedule_->issue("      ", fmt::format("s * {}u", bytes), "k0");
     s += schedule_->commit("      ", fmt::format("s * {}u", bytes), "k0");
     s += "    }\n";
-    if (async) s += "    " + commit_group + "\n";
+    if (async) s += "    " + commit_group;
     s += "  }\n";
+    s += "  " + wait + "  __syncthreads();\n";
     s += fmt::format("  int read_stage = 0, write_stage = {};\n", stages - 1);
+    s += schedule_->fragments();
+    s += schedule_->load_fragments("  ", "0", "0u", "0");
     s += "  for (int step = 0; step < k_steps; ++step) {\n";
-    if (async) s += fmt::format("    kiln_copy_async_wait_group<{}>();  // step `step` has landed\n", stages - 2);
-    s += "    __syncthreads();  // ... for every thread, and every thread is done with the stage refilled below\n";
     s += fmt::format("    const int next = step + {};\n", stages - 1);
     s += fmt::format("    const int k_next = k_begin + next * {};\n", c_.bk);
-    s += fmt::format("    const unsigned write_at = write_stage * {}u, read_at = read_stage * {}u;\n", bytes, bytes);
-    s += "    if (next < k_steps) {\n" + schedule_->issue("      ", "write_at", "k_next") + "    }\n";
-    if (async) s += "    " + commit_group + "\n";
-    s += schedule_->compute("    ", "read_at");
-    const std::string commit = schedule_->commit("      ", "write_at", "k_next");
-    if (!commit.empty()) s += "    if (next < k_steps) {\n" + commit + "    }\n";
-    s += fmt::format("    read_stage = read_stage == {} ? 0 : read_stage + 1;\n", stages - 1);
-    s += fmt::format("    write_stage = write_stage == {} ? 0 : write_stage + 1;\n", stages - 1);
-    s += "  }\n";
+    s += fmt::format("    const unsigned write_at = write_stage * {}u;\n", bytes);
+    s += fmt::format("#pragma unroll\n    for (int kk = 0; kk < {}; ++kk) {{\n", parts);
+    const std::string in = "      ";
+    s += in + "if (kk == 0) {  // the step stages - 1 ahead, into the stage the last step used\n";
+    s += in + "  if (next < k_steps) {\n" + schedule_->issue(in + "    ", "write_at", "k_next") + in + "  }\n";
+    if (async) s += in + "  " + commit_group;
+    s += in + "}\n";
+    s += fmt::format("{}if (kk == {}) {{  // this stage is in registers: on to the next\n", in, parts - 1);
+    const std::string commit = schedule_->commit(in + "    ", "write_at", "k_next");
+    if (!commit.empty()) s += in + "  if (next < k_steps) {\n" + commit + in + "  }\n";
+    s += in + "  " + wait;
+    s += in + "  __syncthreads();\n";
+    s += fmt::format("{}  read_stage = read_stage == {} ? 0 : read_stage + 1;\n", in, stages - 1);
+    s += fmt::format("{}  write_stage = write_stage == {} ? 0 : write_stage + 1;\n", in, stages - 1);
+    s += in + "}\n";
+    s += schedule_->load_fragments(in, "(kk + 1) & 1", fmt::format("read_stage * {}u", bytes),
+                                   fmt::format("(kk + 1) % {}", parts));
+    s += schedule_->multiply(in, "kk & 1");
+    s += "    }\n  }\n";
     if (async) s += "  kiln_copy_async_wait_group<0>();\n";
     s += "  __syncthreads();  // the pipeline's shared memory is free for the epilogue\n";
     return s;

@@ -54,8 +54,14 @@ public:
   std::string commit(const std::string& in, const std::string& stage, const std::string& k0) const override {
     return a_.commit(in, stage, k0) + b_.commit(in, b_stage(stage), k0);
   }
-  std::string compute(const std::string& in, const std::string& stage) const override {
-    return math_.compute(in, stage, b_stage(stage));
+  int k_steps() const override { return math_.k_steps(); }
+  std::string fragments() const override { return math_.fragments(); }
+  std::string load_fragments(const std::string& in, const std::string& buf, const std::string& stage,
+                             const std::string& kk) const override {
+    return math_.load(in, buf, stage, b_stage(stage), kk);
+  }
+  std::string multiply(const std::string& in, const std::string& buf) const override {
+    return math_.multiply(in, buf);
   }
   int vec() const override { return kVec; }
 

@@ -18,7 +18,6 @@ MmaStage::MmaStage(const ir::Kernel& k, const OperandLoad& a, const OperandLoad&
   wn_ = c.bn / c.warps_n;
   const int k_bytes = c.bk * dtype_bytes(k.gemm.operand_dtype);
   k_steps_ = k_bytes / 32;  // every product reads 32 bytes of K per row
-  step_rows_ = tf32() ? 8 : 16;
 }
 
 std::string MmaStage::describe() const {
@@ -64,64 +63,76 @@ std::string word_offset(const SharedTile& tile, const std::string& row, const st
 
 }  // namespace
 
-std::string MmaStage::load_a(const std::string& in, const std::string& stage) const {
+std::string MmaStage::fragments() const {
+  return fmt::format("  unsigned af[2][{}][4], bf[2][{}][4];  // two K steps of fragments: one loading, one multiplying\n",
+                     frag_rows(), frag_cols() / 2);
+}
+
+std::string MmaStage::load_a(const std::string& in, const std::string& buf, const std::string& stage,
+                             const std::string& kk) const {
   const SharedTile& t = a_.tile();
+  const std::string frag = fmt::format("af[{}][mi]", buf);
   if (a_.k_contiguous())
-    return fmt::format("{}for (int mi = 0; mi < {}; ++mi) kiln_ldmatrix_x4(af[mi], smem + {} + a_frag[kk] + mi * {});\n",
-                       in, frag_rows(), stage, 16 * t.row_bytes());
+    return fmt::format("{}for (int mi = 0; mi < {}; ++mi) kiln_ldmatrix_x4({}, smem + {} + a_frag[{}] + mi * {});\n", in,
+                       frag_rows(), frag, stage, kk, 16 * t.row_bytes());
   if (!tf32())
-    return fmt::format("{}for (int mi = 0; mi < {}; ++mi) kiln_ldmatrix_x4_trans(af[mi], smem + {} + a_frag[mi] + kk * {});\n",
-                       in, frag_rows(), stage, 16 * t.row_bytes());
+    return fmt::format("{}for (int mi = 0; mi < {}; ++mi) kiln_ldmatrix_x4_trans({}, smem + {} + a_frag[mi] + ({}) * {});\n",
+                       in, frag_rows(), frag, stage, kk, 16 * t.row_bytes());
   // TF32, M contiguous: (m = g (+8), k = t (+4)) one word at a time.
   std::string s = fmt::format("{}for (int mi = 0; mi < {}; ++mi) {{\n", in, frag_rows());
   for (int r = 0; r < 4; ++r) {
-    const std::string row = fmt::format("kk * 8 + (lane & 3){}", r >= 2 ? " + 4" : "");
+    const std::string row = fmt::format("({}) * 8 + (lane & 3){}", kk, r >= 2 ? " + 4" : "");
     const std::string col = fmt::format("warp_m * {} + mi * 16 + (lane >> 2){}", wm_, r % 2 ? " + 8" : "");
-    s += fmt::format("{}  af[mi][{}] = *reinterpret_cast<const unsigned*>(kiln_smem + {} + {});\n", in, r, stage,
+    s += fmt::format("{}  {}[{}] = *reinterpret_cast<const unsigned*>(kiln_smem + {} + {});\n", in, frag, r, stage,
                      word_offset(t, row, col));
   }
   return s + in + "}\n";
 }
 
-std::string MmaStage::load_b(const std::string& in, const std::string& stage) const {
+std::string MmaStage::load_b(const std::string& in, const std::string& buf, const std::string& stage,
+                             const std::string& kk) const {
   const SharedTile& t = b_.tile();
+  const std::string frag = fmt::format("bf[{}][nj]", buf);
   if (b_.k_contiguous())
-    return fmt::format("{}for (int nj = 0; nj < {}; ++nj) kiln_ldmatrix_x4(bf[nj], smem + {} + b_frag[kk] + nj * {});\n",
-                       in, frag_cols() / 2, stage, 16 * t.row_bytes());
+    return fmt::format("{}for (int nj = 0; nj < {}; ++nj) kiln_ldmatrix_x4({}, smem + {} + b_frag[{}] + nj * {});\n", in,
+                       frag_cols() / 2, frag, stage, kk, 16 * t.row_bytes());
   if (!tf32())
     return fmt::format(
-        "{}for (int nj = 0; nj < {}; ++nj) kiln_ldmatrix_x4_trans(bf[nj], smem + {} + b_frag[nj] + kk * {});\n", in,
-        frag_cols() / 2, stage, 16 * t.row_bytes());
+        "{}for (int nj = 0; nj < {}; ++nj) kiln_ldmatrix_x4_trans({}, smem + {} + b_frag[nj] + ({}) * {});\n", in,
+        frag_cols() / 2, frag, stage, kk, 16 * t.row_bytes());
   // TF32, N contiguous: b0 = (k = t, n = g), b1 = (k = t + 4, n = g), for two n8 fragments.
   std::string s = fmt::format("{}for (int nj = 0; nj < {}; ++nj) {{\n", in, frag_cols() / 2);
   for (int r = 0; r < 4; ++r) {
-    const std::string row = fmt::format("kk * 8 + (lane & 3){}", r % 2 ? " + 4" : "");
+    const std::string row = fmt::format("({}) * 8 + (lane & 3){}", kk, r % 2 ? " + 4" : "");
     const std::string col = fmt::format("warp_n * {} + nj * 16 + (lane >> 2){}", wn_, r >= 2 ? " + 8" : "");
-    s += fmt::format("{}  bf[nj][{}] = *reinterpret_cast<const unsigned*>(kiln_smem + {} + {});\n", in, r, stage,
+    s += fmt::format("{}  {}[{}] = *reinterpret_cast<const unsigned*>(kiln_smem + {} + {});\n", in, frag, r, stage,
                      word_offset(t, row, col));
   }
   return s + in + "}\n";
 }
 
-std::string MmaStage::compute(const std::string& in, const std::string& a_stage, const std::string& b_stage) const {
-  const std::string body = in + "  ";
-  std::string s = fmt::format("{}#pragma unroll\n{}for (int kk = 0; kk < {}; ++kk) {{\n", in, in, k_steps_);
-  s += fmt::format("{}unsigned af[{}][4], bf[{}][4];\n", body, frag_rows(), frag_cols() / 2);
-  s += body + "#pragma unroll\n" + load_a(body, a_stage);
-  s += body + "#pragma unroll\n" + load_b(body, b_stage);
-  if (tf32()) {
-    s += fmt::format("{}#pragma unroll\n{}for (int r = 0; r < 4; ++r) {{\n", body, body);
-    s += fmt::format("{}  for (int mi = 0; mi < {}; ++mi) af[mi][r] = kiln_to_tf32(af[mi][r]);\n", body, frag_rows());
-    s += fmt::format("{}  for (int nj = 0; nj < {}; ++nj) bf[nj][r] = kiln_to_tf32(bf[nj][r]);\n", body,
-                     frag_cols() / 2);
-    s += body + "}\n";
+std::string MmaStage::load(const std::string& in, const std::string& buf, const std::string& a_stage,
+                           const std::string& b_stage, const std::string& kk) const {
+  std::string s = in + "#pragma unroll\n" + load_a(in, buf, a_stage, kk);
+  s += in + "#pragma unroll\n" + load_b(in, buf, b_stage, kk);
+  if (tf32()) {  // fp32 bits rounded to TF32 once, as they reach registers
+    s += fmt::format("{}#pragma unroll\n{}for (int r = 0; r < 4; ++r) {{\n", in, in);
+    s += fmt::format("{}  for (int mi = 0; mi < {}; ++mi) af[{}][mi][r] = kiln_to_tf32(af[{}][mi][r]);\n", in,
+                     frag_rows(), buf, buf);
+    s += fmt::format("{}  for (int nj = 0; nj < {}; ++nj) bf[{}][nj][r] = kiln_to_tf32(bf[{}][nj][r]);\n", in,
+                     frag_cols() / 2, buf, buf);
+    s += in + "}\n";
   }
+  return s;
+}
+
+std::string MmaStage::multiply(const std::string& in, const std::string& buf) const {
   const char* mma = tf32() ? "kiln_mma_tf32" : k_.gemm.operand_dtype == DType::bf16 ? "kiln_mma_bf16" : "kiln_mma_f16";
-  s += fmt::format("{}#pragma unroll\n{}for (int mi = 0; mi < {}; ++mi)\n", body, body, frag_rows());
-  s += fmt::format("{}#pragma unroll\n{}  for (int ni = 0; ni < {}; ++ni)\n", body, body, frag_cols());
-  s += fmt::format("{}    {}(acc[mi][ni], af[mi], bf[ni >> 1][(ni & 1) * 2], bf[ni >> 1][(ni & 1) * 2 + 1]);\n", body,
-                   mma);
-  return s + in + "}\n";
+  std::string s = fmt::format("{}#pragma unroll\n{}for (int mi = 0; mi < {}; ++mi)\n", in, in, frag_rows());
+  s += fmt::format("{}#pragma unroll\n{}  for (int ni = 0; ni < {}; ++ni)\n", in, in, frag_cols());
+  s += fmt::format("{}    {}(acc[mi][ni], af[{}][mi], bf[{}][ni >> 1][(ni & 1) * 2], bf[{}][ni >> 1][(ni & 1) * 2 + 1]);\n",
+                   in, mma, buf, buf, buf);
+  return s;
 }
 
 }  // namespace kiln::codegen

@@ -24,12 +24,21 @@ public:
 
   // Each thread's fragment addresses within a stage (reads warp_m, warp_n, lane).
   std::string setup() const;
-  // The products of one stage: A's tile at byte `a_stage`, B's at `b_stage` (code).
-  std::string compute(const std::string& indent, const std::string& a_stage, const std::string& b_stage) const;
+  int k_steps() const { return k_steps_; }  // products along K per stage
+  // The two fragment buffers af[2][MI][4], bf[2][NI / 2][4].
+  std::string fragments() const;
+  // K step `kk` of the stage whose A tile is at byte `a_stage` and B tile at `b_stage`
+  // into fragment buffer `buf` (code expressions).
+  std::string load(const std::string& indent, const std::string& buf, const std::string& a_stage,
+                   const std::string& b_stage, const std::string& kk) const;
+  // The MI x NI products of fragment buffer `buf`.
+  std::string multiply(const std::string& indent, const std::string& buf) const;
 
 private:
-  std::string load_a(const std::string& indent, const std::string& stage) const;
-  std::string load_b(const std::string& indent, const std::string& stage) const;
+  std::string load_a(const std::string& indent, const std::string& buf, const std::string& stage,
+                     const std::string& kk) const;
+  std::string load_b(const std::string& indent, const std::string& buf, const std::string& stage,
+                     const std::string& kk) const;
   bool tf32() const { return k_.gemm.operand_dtype == DType::f32; }
 
   const ir::Kernel& k_;
@@ -37,7 +46,6 @@ private:
   const OperandLoad& b_;
   int wm_ = 0, wn_ = 0;
   int k_steps_ = 0;     // products per stage along K (k16, or k8 for TF32)
-  int step_rows_ = 0;   // tile rows per K step where K runs along the rows (16, or 8 for TF32)
 };
 
 }  // namespace kiln::codegen

@@ -37,8 +37,17 @@ public:
   // issue(), finished by commit() (empty where copies complete on their own).
   virtual std::string issue(const std::string& indent, const std::string& stage, const std::string& k0) const = 0;
   virtual std::string commit(const std::string& indent, const std::string& stage, const std::string& k0) const = 0;
-  // The products of the stage at byte `stage` into the accumulators.
-  virtual std::string compute(const std::string& indent, const std::string& stage) const = 0;
+  // A stage is multiplied in k_steps() steps along K; each step's operands are first
+  // loaded from shared memory into one of two register buffers ("fragments"), so that
+  // the next step's loads are in flight while this step multiplies.
+  virtual int k_steps() const = 0;
+  virtual std::string fragments() const = 0;  // both buffers' declaration
+  // Loads step `kk` of the stage at byte `stage` into buffer `buf` (code expressions
+  // that are constants once the step loop is unrolled).
+  virtual std::string load_fragments(const std::string& indent, const std::string& buf, const std::string& stage,
+                                     const std::string& kk) const = 0;
+  // Multiplies buffer `buf` into the accumulators.
+  virtual std::string multiply(const std::string& indent, const std::string& buf) const = 0;
   // Columns per epilogue call.
   virtual int vec() const = 0;
   // After the main loop: every output vector of the thread with its accumulators.

@@ -58,16 +58,19 @@ public:
     return a_.commit(in, stage, k0) + b_.commit(in, b_stage(stage), k0);
   }
 
-  std::string compute(const std::string& in, const std::string& stage) const override {
-    const std::string body = in + "  ";
-    std::string s = fmt::format("{}#pragma unroll\n{}for (int kk = 0; kk < {}; ++kk) {{\n", in, in, c_.bk);
-    s += fmt::format("{}float a[{}], b[{}];\n", body, tm_, tn_);
-    s += operand_column(body, a_, stage, "ty", vm_, tm_, "a");
-    s += operand_column(body, b_, b_stage(stage), "tx", vn_, tn_, "b");
-    s += fmt::format("{}#pragma unroll\n{}for (int i = 0; i < {}; ++i)\n", body, body, tm_);
-    s += fmt::format("{}#pragma unroll\n{}  for (int j = 0; j < {}; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);\n",
-                     body, body, tn_);
-    return s + in + "}\n";
+  int k_steps() const override { return c_.bk; }  // one K element per step
+  std::string fragments() const override {
+    return fmt::format("  float a[2][{}], b[2][{}];  // a column of A and a row of B, two K elements of them\n", tm_, tn_);
+  }
+  std::string load_fragments(const std::string& in, const std::string& buf, const std::string& stage,
+                             const std::string& kk) const override {
+    return operand_column(in, a_, stage, "ty", vm_, tm_, fmt::format("a[{}]", buf), kk) +
+           operand_column(in, b_, b_stage(stage), "tx", vn_, tn_, fmt::format("b[{}]", buf), kk);
+  }
+  std::string multiply(const std::string& in, const std::string& buf) const override {
+    std::string s = fmt::format("{}#pragma unroll\n{}for (int i = 0; i < {}; ++i)\n", in, in, tm_);
+    return s + fmt::format("{}#pragma unroll\n{}  for (int j = 0; j < {}; ++j) acc[i][j] = fmaf(a[{}][i], b[{}][j], acc[i][j]);\n",
+                           in, in, tn_, buf, buf);
   }
 
   int vec() const override { return vn_; }
@@ -88,11 +91,12 @@ public:
 private:
   std::string b_stage(const std::string& stage) const { return fmt::format("({} + {})", stage, a_.tile().bytes()); }
 
-  // The thread's `count` elements of the operand's K row kk (A: a column of the tile
+  // The thread's `count` elements of the operand's K row `kk` (A: a column of the tile
   // along M; B: a row along N) into `out`: one vector of `v` per group where the tile
   // runs along M or N, one word each where it runs along K.
   std::string operand_column(const std::string& in, const OperandLoad& op, const std::string& stage,
-                             const std::string& coord, int v, int count, const std::string& out) const {
+                             const std::string& coord, int v, int count, const std::string& out,
+                             const std::string& kk) const {
     const SharedTile& t = op.tile();
     std::string s;
     for (int g = 0; g < count / v; ++g) {
@@ -100,7 +104,7 @@ private:
       if (!op.k_contiguous()) {
         // Row kk of the tile holds the group's v consecutive elements inside one chunk.
         const std::string at = fmt::format("kiln_smem + {} + {} + (({}) % 4) * 4", stage,
-                                           t.offset_code("kk", fmt::format("({}) / 4", first)), first);
+                                           t.offset_code(kk, fmt::format("({}) / 4", first)), first);
         if (v == 4) {
           s += fmt::format("{}{{ const float4 q = *reinterpret_cast<const float4*>({});\n", in, at);
           s += fmt::format("{}  {}[{}] = q.x; {}[{}] = q.y; {}[{}] = q.z; {}[{}] = q.w; }}\n", in, out, g * 4, out,
@@ -114,8 +118,8 @@ private:
       // K runs along the tile's rows: one word per element, at column kk of its row.
       for (int e = 0; e < v; ++e) {
         const std::string row = fmt::format("{} + {}", first, e);
-        s += fmt::format("{}{}[{}] = *reinterpret_cast<const float*>(kiln_smem + {} + {} + (kk % 4) * 4);\n", in, out,
-                         g * v + e, stage, t.offset_code(row, "kk / 4"));
+        s += fmt::format("{}{}[{}] = *reinterpret_cast<const float*>(kiln_smem + {} + {} + (({}) % 4) * 4);\n", in,
+                         out, g * v + e, stage, t.offset_code(row, fmt::format("({}) / 4", kk)), kk);
       }
     }
     return s;

@@ -93,10 +93,10 @@ void validate_gemm(const Kernel& k, const TileConfig& c) {
     if ((c.bm / c.warps_m) * (c.bn / c.warps_n) > kMaxWarpTile)
       fail(fmt::format("a warp's part {} x {} holds more than 64 x 64 accumulators", c.bm / c.warps_m,
                        c.bn / c.warps_n));
-    // Tiles rows of at least 32 bytes, so that the XOR swizzle spreads ldmatrix's rows
-    // over every bank.
-    if (c.bk * esize < 32 || c.bk * esize > 128 || (c.bk & (c.bk - 1)) != 0)
-      fail(fmt::format("bk = {}: a tile row of K must be 32, 64 or 128 bytes ({}-byte elements)", c.bk, esize));
+    // Rows of K of 64 or 128 bytes: an even number of products (32 bytes of K each) per
+    // stage, which the two fragment buffers take in turn.
+    if ((c.bk * esize != 64 && c.bk * esize != 128))
+      fail(fmt::format("bk = {}: a tile row of K must be 64 or 128 bytes ({}-byte elements)", c.bk, esize));
     for (int extent : {c.bm, c.bn})
       if (extent * esize < 32 || (extent & (extent - 1)) != 0 || extent > 256)
         fail(fmt::format("bm and bn must be powers of two from {} to 256", 32 / esize));
@@ -158,8 +158,31 @@ std::vector<int> split_choices(const Kernel& k, int bm, int bn, int bk) {
   return splits;
 }
 
-// The best split of split_choices for a default: the most blocks up to 4 an SM.
-int default_split(const Kernel& k, int bm, int bn, int bk) { return split_choices(k, bm, bn, bk).back(); }
+// How many blocks of config `c` an SM holds at once: by shared memory (228 KB an SM on
+// sm_90), threads and registers (the accumulators plus about 100 more a thread).
+int blocks_per_sm(const Kernel& k, const TileConfig& c) {
+  const int64_t shared = gemm_shared_bytes(k, c) + 1024;  // the driver reserves 1 KB a block
+  const int64_t sm_shared = target_sm() >= 90 ? 233472 : target_sm() == 80 ? 167936 : 102400;
+  const int threads = gemm_threads(c);
+  const int64_t regs = std::min<int64_t>(255, int64_t{c.bm} * c.bn / threads + 100);
+  const int64_t by_regs = 65536 / (threads * ((regs + 7) / 8 * 8));
+  return static_cast<int>(std::max<int64_t>(1, std::min({sm_shared / shared, int64_t{2048} / threads, by_regs,
+                                                          int64_t{32}})));
+}
+
+// The default split of K for a product whose tiles leave SMs idle: as many slices as
+// fit the free block slots of one wave (a second, partial wave would double the time),
+// each keeping 4 or more K steps; none when the tiles fill the GPU.
+int default_split(const Kernel& k, TileConfig c) {
+  c.split_k = 1;
+  const int64_t tiles = output_tiles(k, c.bm, c.bn) * gemm_batch_count(k.gemm);
+  const int64_t slots = int64_t{kTargetSMs} * blocks_per_sm(k, c);
+  if (tiles * 2 > slots) return 1;
+  const int64_t by_k = std::max<int64_t>(1, k.gemm.k / (4 * c.bk));
+  c.split_k = static_cast<int>(std::clamp<int64_t>(std::min(slots / tiles, by_k), 1, 16));
+  while (c.split_k > 1 && (c.split_k - 1) * gemm_k_slice(k, c) >= k.gemm.k) --c.split_k;  // no empty slice
+  return c.split_k;
+}
 
 struct MmaShape {
   int bm, bn, warps_m, warps_n;
@@ -227,7 +250,7 @@ bool valid(const Kernel& k, const TileConfig& c) {
 // pipelines: a heuristic always returns a legal config.
 TileConfig first_legal(const Kernel& k, TileConfig c) {
   for (TileConfig t = c;; ) {
-    t.split_k = default_split(k, t.bm, t.bn, t.bk);
+    t.split_k = default_split(k, t);
     for (int stages = t.stages; stages >= 2; --stages) {
       t.stages = stages;
       if (valid(k, t)) return t;
