@@ -135,6 +135,12 @@ private:
     s += "  }\n";
     s += "  " + wait + "  __syncthreads();\n";
     s += fmt::format("  int read_stage = 0, write_stage = {};\n", stages - 1);
+    // Operands loaded through registers: with three stages or more, the registers loaded
+    // in one step are stored to shared memory in the next, a whole step later, so that
+    // their loads have time to land; with two, at the end of the same step.
+    const std::string held_commit = schedule_->commit("        ", "held_at", "held_k");
+    const bool staged = !held_commit.empty(), deferred = staged && stages >= 3;
+    if (deferred) s += "  bool held = false;  // registers hold a K step not yet stored\n  unsigned held_at = 0;\n  int held_k = 0;\n";
     s += schedule_->fragments();
     s += schedule_->load_fragments("  ", "0", "0u", "0");
     s += "  for (int step = 0; step < k_steps; ++step) {\n";
@@ -144,12 +150,14 @@ private:
     s += fmt::format("#pragma unroll\n    for (int kk = 0; kk < {}; ++kk) {{\n", parts);
     const std::string in = "      ";
     s += in + "if (kk == 0) {  // the step stages - 1 ahead, into the stage the last step used\n";
+    if (deferred) s += in + "  if (held) {\n" + held_commit + in + "  }\n";
     s += in + "  if (next < k_steps) {\n" + schedule_->issue(in + "    ", "write_at", "k_next") + in + "  }\n";
     if (async) s += in + "  " + commit_group;
+    if (deferred) s += in + "  held = next < k_steps;\n" + in + "  held_at = write_at;\n" + in + "  held_k = k_next;\n";
     s += in + "}\n";
     s += fmt::format("{}if (kk == {}) {{  // this stage is in registers: on to the next\n", in, parts - 1);
-    const std::string commit = schedule_->commit(in + "    ", "write_at", "k_next");
-    if (!commit.empty()) s += in + "  if (next < k_steps) {\n" + commit + in + "  }\n";
+    if (staged && !deferred)
+      s += in + "  if (next < k_steps) {\n" + schedule_->commit(in + "    ", "write_at", "k_next") + in + "  }\n";
     s += in + "  " + wait;
     s += in + "  __syncthreads();\n";
     s += fmt::format("{}  read_stage = read_stage == {} ? 0 : read_stage + 1;\n", in, stages - 1);

@@ -161,11 +161,14 @@ std::string OperandLoad::issue(const std::string& in, const std::string& stage, 
     const int64_t numel = arg.type.numel();
     const std::string in_tensor = fmt::format("((src - {}) & ~{}ll) + {} <= {}ll", param_, chunk_elems_ - 1,
                                               2 * chunk_elems_, numel);
-    const std::string fast = both(both(row_test, whole), in_tensor);
-    s += fmt::format("{}if ({}) {{\n", body, fast);
-    s += fmt::format("{}  *reinterpret_cast<uint4*>(&{}_hold[i]) = kiln_load16_realigned(src);\n", body, n);
-    s += body + "} else {\n";
-    const std::string elements = body + "  ";
+    const bool realign = chunk_elems_ * dtype_bytes(arg.type.dtype) == 16;  // a source chunk of 16 bytes
+    std::string elements = body;
+    if (realign) {
+      s += fmt::format("{}if ({}) {{\n", body, both(both(row_test, whole), in_tensor));
+      s += fmt::format("{}  *reinterpret_cast<uint4*>(&{}_hold[i]) = kiln_load16_realigned(src);\n", body, n);
+      s += body + "} else {\n";
+      elements += "  ";
+    }
     s += fmt::format("{}#pragma unroll\n{}for (int j = 0; j < {}; ++j) {{\n", elements, elements, chunk_elems_);
     std::string elem_test = k_contiguous_ ? k_in("i", k0, "j") : "";
     if (!k_contiguous_ && !outer_always_in_)
@@ -176,7 +179,8 @@ std::string OperandLoad::issue(const std::string& in, const std::string& stage, 
     else
       s += fmt::format("{}  {}_hold[i].v[j] = ({}) ? src[j] : {};\n", elements, n, inside,
                        zero_storage(arg.type.dtype));
-    s += elements + "}\n" + body + "}\n";
+    s += elements + "}\n";
+    if (realign) s += body + "}\n";
   }
   return s + in + "}\n";
 }

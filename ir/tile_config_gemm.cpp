@@ -158,28 +158,16 @@ std::vector<int> split_choices(const Kernel& k, int bm, int bn, int bk) {
   return splits;
 }
 
-// How many blocks of config `c` an SM holds at once: by shared memory (228 KB an SM on
-// sm_90), threads and registers (the accumulators plus about 100 more a thread).
-int blocks_per_sm(const Kernel& k, const TileConfig& c) {
-  const int64_t shared = gemm_shared_bytes(k, c) + 1024;  // the driver reserves 1 KB a block
-  const int64_t sm_shared = target_sm() >= 90 ? 233472 : target_sm() == 80 ? 167936 : 102400;
-  const int threads = gemm_threads(c);
-  const int64_t regs = std::min<int64_t>(255, int64_t{c.bm} * c.bn / threads + 100);
-  const int64_t by_regs = 65536 / (threads * ((regs + 7) / 8 * 8));
-  return static_cast<int>(std::max<int64_t>(1, std::min({sm_shared / shared, int64_t{2048} / threads, by_regs,
-                                                          int64_t{32}})));
-}
-
-// The default split of K for a product whose tiles leave SMs idle: as many slices as
-// fit the free block slots of one wave (a second, partial wave would double the time),
-// each keeping 4 or more K steps; none when the tiles fill the GPU.
+// The default split of K for a product whose tiles leave SMs idle: about two blocks an
+// SM (measured on the H200: for 16 x 8192 x 8192, two slices of 128 tiles beat four
+// and six), each slice keeping 4 or more K steps; none when the tiles fill the GPU.
 int default_split(const Kernel& k, TileConfig c) {
   c.split_k = 1;
   const int64_t tiles = output_tiles(k, c.bm, c.bn) * gemm_batch_count(k.gemm);
-  const int64_t slots = int64_t{kTargetSMs} * blocks_per_sm(k, c);
-  if (tiles * 2 > slots) return 1;
+  if (tiles >= kTargetSMs) return 1;
+  const int64_t wanted = (2 * kTargetSMs + tiles / 2) / tiles;  // rounded to the nearest
   const int64_t by_k = std::max<int64_t>(1, k.gemm.k / (4 * c.bk));
-  c.split_k = static_cast<int>(std::clamp<int64_t>(std::min(slots / tiles, by_k), 1, 16));
+  c.split_k = static_cast<int>(std::clamp<int64_t>(std::min(wanted, by_k), 1, 16));
   while (c.split_k > 1 && (c.split_k - 1) * gemm_k_slice(k, c) >= k.gemm.k) --c.split_k;  // no empty slice
   return c.split_k;
 }
@@ -256,8 +244,11 @@ TileConfig first_legal(const Kernel& k, TileConfig c) {
       if (valid(k, t)) return t;
     }
     t.stages = c.stages;
-    // Halve the larger of the two extents (and the warps along it), then K's.
-    if (t.bm >= t.bn && t.bm > 32) {
+    // Halve K's step first (down to 64 bytes of K), then the larger of the two extents
+    // (and the warps along it).
+    if (t.bk * dtype_bytes(k.gemm.operand_dtype) > 64 && t.schedule == kMmaSync) {
+      t.bk /= 2;
+    } else if (t.bm >= t.bn && t.bm > 32) {
       t.bm /= 2;
       if (t.warps_m > 1) t.warps_m /= 2;
     } else if (t.bn > 32) {
@@ -276,26 +267,28 @@ TileConfig first_legal(const Kernel& k, TileConfig c) {
 
 TileConfig gemm_heuristic(const Kernel& k) {
   const GemmCore& g = k.gemm;
-  const int64_t batch = gemm_batch_count(g);
   if (default_schedule(k) == kSimt) {
     const int bm = g.m <= 32 ? 32 : g.m <= 64 ? 64 : 128, bn = g.n <= 32 ? 32 : g.n <= 64 ? 64 : 128;
     return first_legal(k, TileConfig{.schedule = kSimt, .bm = bm, .bn = bn, .bk = 16, .stages = 2, .group = 8,
                                      .split_k = 1});
   }
-  const int bk = 64 / dtype_bytes(g.operand_dtype);  // 64-byte rows of K
-  // Narrow products (decode-like M): one row of m16 fragments, warps side by side along
-  // N. Otherwise 128-row tiles as wide as N allows, and narrower ones when the wide
-  // tiles would leave SMs idle.
-  const int bn = g.n <= 64 ? 64 : g.n <= 128 ? 128 : 256;
-  MmaShape s{128, 256, 2, 4};
-  if (g.m <= 16) s = {16, std::min(bn, 128), 1, 4};
-  else if (g.m <= 32) s = {32, std::min(bn, 128), 1, 4};
-  else if (g.m <= 64) s = {64, std::min(bn, 128), 1, 4};
-  else if (bn == 64) s = {128, 64, 2, 2};
-  else if (bn == 128 || output_tiles(k, 128, 256) * batch < kTargetSMs) s = {128, 128, 2, 2};
-  TileConfig c{.schedule = kMmaSync, .bm = s.bm, .bn = s.bn, .bk = bk, .warps_m = s.warps_m, .warps_n = s.warps_n,
-               .stages = 4, .group = 8, .split_k = 1};
-  if (s.bm <= 64) c.bk = 2 * bk;  // narrow tiles stream B: longer K steps keep more bytes in flight
+  // Measured on the H200 (f16, bench/NOTES.md): 128 x 128 tiles of four 64 x 64 warps,
+  // 128 bytes of K a stage and three stages (two blocks an SM) are within a few percent
+  // of the best config at 4096^3 and 8192^3 and ahead at 32 x 1024^3. Narrow products
+  // (decode-like M) take one row of m16 fragments with four warps side by side along N
+  // and a fourth stage: they stream B.
+  const int bk = 128 / dtype_bytes(g.operand_dtype);
+  MmaShape s{128, 128, 2, 2};
+  if (g.m <= 16) s = {16, 64, 1, 4};
+  else if (g.m <= 32) s = {32, 64, 1, 4};
+  else if (g.m <= 64) s = {64, 128, 1, 4};
+  else if (g.n <= 64) s = {128, 64, 2, 2};
+  // Operands that go through registers (unaligned rows, prologues) take eight warps:
+  // fewer chunks a thread, so the tile keeps 128 x 256 within the register budget.
+  const bool staged = !gemm_operand_async(k, true) || !gemm_operand_async(k, false);
+  if (staged && s.bm == 128 && s.bn == 128 && g.n > 128) s = {128, 256, 2, 4};
+  TileConfig c{.schedule = kMmaSync, .bm = s.bm, .bn = s.bn, .bk = staged ? bk / 2 : bk, .warps_m = s.warps_m,
+               .warps_n = s.warps_n, .stages = s.bm <= 64 || staged ? 4 : 3, .group = 8, .split_k = 1};
   return first_legal(k, c);
 }
 
