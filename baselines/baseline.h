@@ -20,12 +20,17 @@
 
 namespace kiln::baselines {
 
-// What to build a kernel for. sm_count sizes grids (132 on an H200).
+// What to build a kernel for. sm_count sizes grids (132 on an H200). For a GEMM case
+// rows = M and cols = N of C[batch, M, N] = A[batch, M, K] @ B[batch, K, N], with
+// depth = K and batch the number of products (1 for an unbatched one); the memory-bound
+// cases leave depth and batch at 1.
 struct Problem {
   std::string op;  // a benchmark case's name: "softmax", "add_rmsnorm", ...
   DType dtype = DType::f16;
   int64_t rows = 1, cols = 1;
   int sm_count = 132;
+  int64_t depth = 1;  // K of a GEMM case
+  int64_t batch = 1;  // products of a batched GEMM case
 };
 
 struct Dims {

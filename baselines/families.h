@@ -10,5 +10,6 @@ std::vector<Baseline> elementwise_chain_baselines();  // elementwise_chain.cpp
 std::vector<Baseline> softmax_baselines();            // softmax.cpp
 std::vector<Baseline> norm_baselines();               // norms.cpp
 std::vector<Baseline> reduction_baselines();          // reductions.cpp
+std::vector<Baseline> gemm_baselines();               // gemm.cpp
 
 }  // namespace kiln::baselines

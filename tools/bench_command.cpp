@@ -110,7 +110,12 @@ std::string kernel_configs(const runtime::Program& p) {
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
 baselines::Problem problem_of(const Job& j, int sm_count) {
-  return baselines::Problem{j.c->name, j.dtype, j.size.rows, j.size.cols, sm_count};
+  baselines::Problem p{j.c->name, j.dtype, j.size.rows, j.size.cols, sm_count};
+  if (j.size.is_gemm()) {
+    p.depth = j.size.depth;
+    p.batch = j.size.batches();
+  }
+  return p;
 }
 
 // ---- --compile-only ----

@@ -1,7 +1,8 @@
 // The hand-written baselines on the GPU against the reference interpreter: each
 // variant in each dtype it supports, at row lengths from 1 to 50257 (odd ones take
 // scalar accesses, long ones stream), about 2M elements per case so that the CPU
-// reference stays quick. Each is run twice: the two runs must agree bit for bit
+// reference stays quick, and the GEMM baselines on small products whose sizes are
+// multiples of their tile. Each is run twice: the two runs must agree bit for bit
 // (fixed reduction orders, no atomics). Outputs are poisoned with NaNs before each run.
 #include <gtest/gtest.h>
 
@@ -108,6 +109,55 @@ TEST(BaselinesGpu, SoftmaxWithFewerRowsThanABlockHolds) {
 TEST(BaselinesGpu, LongSoftmaxRowStreamed) {
   KILN_REQUIRE_GPU();
   expect_matches(baselines::by_name("softmax_online"), DType::f16, 8, 262144);
+}
+
+// The hand-written GEMM of case `op` on a small product, against the reference with the
+// bound `kiln bench` uses for the case's output; run twice, bit for bit the same.
+void expect_gemm_matches(const std::string& op, DType t, const runtime::BenchSize& size) {
+  baselines::Problem p{op, t, size.rows, size.cols, runtime::Device::get().sm_count()};
+  p.depth = size.depth;
+  p.batch = size.batches();
+  SCOPED_TRACE(op + " " + std::string(dtype_name(t)) + " " + size.str());
+  const baselines::Baseline* b = baselines::find(p);
+  ASSERT_NE(b, nullptr);
+  ir::Graph g = runtime::bench_graph(runtime::find_bench_case(op), t, size);
+  std::vector<HostTensor> inputs = ir::random_inputs(g, 7);
+  HostTensor want = ir::evaluate(g, inputs)[0];
+  baselines::CompiledBaseline compiled = baselines::compile_baseline(b->build(p));
+  baselines::LoadedBaseline loaded(compiled);
+  HostTensor got = baselines::run_baseline(loaded, inputs, {want.type}, size.rows, size.cols)[0];
+  HostTensor again = baselines::run_baseline(loaded, inputs, {want.type}, size.rows, size.cols)[0];
+  Comparison c = compare(got, want, rel_l2_bound_for(*g.outputs()[0]));
+  EXPECT_TRUE(c.passed) << b->name << ": " << c.str() << " (" << compiled.kernel.config << ")";
+  EXPECT_TRUE(got.values == again.values) << "two runs differ";
+}
+
+// Several tile rows and columns (the grouped block order); K of 4 and 11 k tiles (as
+// many as the pipeline's stages, and more). The other tests take 1 to 5.
+TEST(BaselinesGpu, GemmF16AndBf16) {
+  KILN_REQUIRE_GPU();
+  for (DType t : {DType::f16, DType::bf16}) {
+    expect_gemm_matches("gemm", t, runtime::BenchSize::gemm(256, 256, 128));
+    expect_gemm_matches("gemm", t, runtime::BenchSize::gemm(384, 768, 352));
+  }
+}
+
+// Nine tile rows: one full group of 8 and a group of 1.
+TEST(BaselinesGpu, GemmMoreTileRowsThanAGroup) {
+  KILN_REQUIRE_GPU();
+  expect_gemm_matches("gemm", DType::f16, runtime::BenchSize::gemm(1152, 512, 64));
+}
+
+TEST(BaselinesGpu, GemmBatched) {
+  KILN_REQUIRE_GPU();
+  expect_gemm_matches("gemm_batched", DType::f16, runtime::BenchSize::batched_gemm(3, 256, 512, 160));
+  expect_gemm_matches("gemm_batched", DType::bf16, runtime::BenchSize::batched_gemm(2, 128, 256, 32));
+}
+
+TEST(BaselinesGpu, GemmBiasGeluEpilogue) {
+  KILN_REQUIRE_GPU();
+  expect_gemm_matches("gemm_bias_gelu", DType::f16, runtime::BenchSize::gemm(256, 512, 256));
+  expect_gemm_matches("gemm_bias_gelu", DType::bf16, runtime::BenchSize::gemm(128, 256, 96));
 }
 
 }  // namespace

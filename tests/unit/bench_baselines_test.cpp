@@ -1,25 +1,80 @@
 // The hand-written baselines without a GPU: the registry, the row schedule, and
 // every baseline compiling through NVRTC (the compile cache) for sm_90a at odd and
-// even sizes in f16 and f32, as the GPU tests and `kiln bench` will build them.
+// even sizes in f16 and f32, as the GPU tests and `kiln bench` will build them; the
+// GEMM baselines at the GEMM cases' sizes, without register spills.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <iostream>
+#include <regex>
 
 #include "baselines/baseline.h"
 #include "baselines/cuda_common.h"
 #include "baselines/runner.h"
 #include "ir/error.h"
 #include "runtime/bench_cases.h"
+#include "runtime/compile_cache.h"
 
 namespace kiln {
 namespace {
 
-TEST(BaselineRegistry, EveryMemoryBoundBenchCaseHasABaselineForItsDefaults) {
-  // The GEMM cases' hand-written kernel comes with the GEMM kernel kind; until then
-  // their rows say there is none, and cuBLAS is what they are measured against.
-  for (const auto& c : runtime::bench_cases()) {
-    if (c.form != runtime::SizeForm::Matrix) continue;
+// The problem `kiln bench` builds a baseline for (tools/bench_command.cpp).
+baselines::Problem problem_of(const runtime::BenchCase& c, DType t, const runtime::BenchSize& s) {
+  baselines::Problem p{c.name, t, s.rows, s.cols};
+  if (s.is_gemm()) {
+    p.depth = s.depth;
+    p.batch = s.batches();
+  }
+  return p;
+}
+
+TEST(BaselineRegistry, EveryBenchCaseHasABaselineForItsDefaults) {
+  // The hand-written GEMM has no edge handling: the sizes off its 128 x 256 x 32 tile
+  // (4093x4099x4097, and M = 16 of the decode step) have none.
+  for (const auto& c : runtime::bench_cases())
     for (DType t : c.dtypes)
-      for (const auto& s : c.sizes)
-        EXPECT_NE(baselines::find({c.name, t, s.rows, s.cols}), nullptr) << c.name << " " << s.str();
+      for (const auto& s : c.sizes) {
+        const bool off_tile = s.is_gemm() && (s.rows % 128 != 0 || s.cols % 256 != 0 || s.depth % 32 != 0);
+        EXPECT_EQ(baselines::find(problem_of(c, t, s)) != nullptr, !off_tile) << c.name << " " << s.str();
+      }
+}
+
+TEST(BaselineRegistry, GemmCasesHaveTheMmaSyncBaseline) {
+  using runtime::BenchSize;
+  const auto& gemm = runtime::find_bench_case("gemm");
+  EXPECT_EQ(baselines::find(problem_of(gemm, DType::f16, BenchSize::gemm(4096, 4096, 4096)))->name, "gemm_mma");
+  EXPECT_EQ(baselines::find(problem_of(gemm, DType::bf16, BenchSize::gemm(8192, 8192, 8192)))->name, "gemm_mma");
+  EXPECT_EQ(baselines::find(problem_of(runtime::find_bench_case("gemm_batched"), DType::f16,
+                                       BenchSize::batched_gemm(32, 1024, 1024, 1024)))->name,
+            "gemm_batched_mma");
+  EXPECT_EQ(baselines::find(problem_of(runtime::find_bench_case("gemm_bias_gelu"), DType::f16,
+                                       BenchSize::gemm(4096, 4096, 4096)))->name,
+            "gemm_bias_gelu_mma");
+  EXPECT_EQ(baselines::find(problem_of(gemm, DType::f32, BenchSize::gemm(4096, 4096, 4096))), nullptr);
+}
+
+TEST(BaselineRegistry, GemmOffTheTileSaysWhichDimension) {
+  const baselines::Baseline& b = baselines::by_name("gemm_mma");
+  const std::string ragged = b.why_unsupported({"gemm", DType::f16, 4093, 4099, 132, 4097});
+  EXPECT_NE(ragged.find("4093x4099x4097: M = 4093 is no multiple of 128, N = 4099 is no multiple of 256, K = 4097 "
+                        "is no multiple of 32 (the kernel has no edge handling"),
+            std::string::npos)
+      << ragged;
+  const std::string decode = b.why_unsupported({"gemm", DType::f16, 16, 8192, 132, 8192});
+  EXPECT_NE(decode.find("16x8192x8192: M = 16 is no multiple of 128 (the kernel has no edge handling: M and N must "
+                        "be multiples of its 128x256 block tile, K of its k tile 32)"),
+            std::string::npos)
+      << decode;
+  EXPECT_EQ(b.why_unsupported({"gemm", DType::f16, 128, 256, 132, 32}), "");
+  EXPECT_NE(b.why_unsupported({"gemm", DType::f16, 128, 256, 132, 32, 70000}).find("a batch of 70000"),
+            std::string::npos);
+  EXPECT_NE(b.why_unsupported({"gemm", DType::f16, 128, 256}).find("K = 1 is no multiple of 32"), std::string::npos);
+  try {
+    b.build({"gemm", DType::f16, 16, 8192, 132, 8192});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("baseline gemm_mma: not supported: 16x8192x8192: M = 16"), std::string::npos)
+        << e.what();
   }
 }
 
@@ -100,6 +155,37 @@ TEST(BaselineSource, EntriesTakeTheUniformParameters) {
       << k.source;
 }
 
+TEST(BaselineSource, GemmIsBuiltForOneProblem) {
+  baselines::BaselineKernel k =
+      baselines::by_name("gemm_batched_mma").build({"gemm_batched", DType::bf16, 1024, 512, 132, 96, 3});
+  ASSERT_EQ(k.launches.size(), 1u);
+  const baselines::BaselineLaunch& l = k.launches[0];
+  EXPECT_EQ(l.grid.x, (1024u / 128) * (512u / 256));
+  EXPECT_EQ(l.grid.y, 3u);  // the batch
+  EXPECT_EQ(l.block.x, 256u);
+  EXPECT_EQ(l.shared_bytes, 4u * (128 * 32 + 32 * 256) * 2);  // 4 stages of A and B tiles
+  EXPECT_EQ(k.workspace_bytes, 0u);
+  // K and the batch are compile-time constants; M and N come as rows and cols.
+  EXPECT_NE(k.source.find("gemm::gemm_mma<__nv_bfloat16, 96, 3, false>(a, b, nullptr, c, rows, cols);"),
+            std::string::npos)
+      << k.source;
+  EXPECT_NE(k.source.find("gemm_batched_mma_entry(\n    const __nv_bfloat16* __restrict__ a, const __nv_bfloat16* "
+                          "__restrict__ b, __nv_bfloat16* __restrict__ c, float*,\n    i64 rows, i64 cols)"),
+            std::string::npos)
+      << k.source;
+}
+
+TEST(BaselineSource, GemmBiasGeluTakesTheBiasAfterTheOperands) {
+  baselines::BaselineKernel k =
+      baselines::by_name("gemm_bias_gelu_mma").build({"gemm_bias_gelu", DType::f16, 4096, 4096, 132, 4096});
+  EXPECT_NE(k.source.find("gemm_bias_gelu_mma_entry(\n    const __half* __restrict__ a, const __half* __restrict__ b, "
+                          "const __half* __restrict__ bias, __half* __restrict__ c, float*,"),
+            std::string::npos)
+      << k.source;
+  EXPECT_NE(k.source.find("gemm::gemm_mma<__half, 4096, 1, true>(a, b, bias, c, rows, cols);"), std::string::npos);
+  EXPECT_NE(k.config.find("bias + gelu_tanh epilogue"), std::string::npos) << k.config;
+}
+
 TEST(BaselineSource, ColumnSumSplitsRowsAndHasAWorkspace) {
   baselines::BaselineKernel k = baselines::by_name("col_sum").build({"col_sum", DType::f32, 16384, 16384, 132});
   ASSERT_EQ(k.launches.size(), 2u);
@@ -125,6 +211,65 @@ TEST(BaselineCompile, EveryBaselineCompilesForSm90a) {
         ++compiled;
       }
   EXPECT_GE(compiled, 40);
+}
+
+// ptxas's figures for one entry, from NVRTC's log with --ptxas-options=-v.
+struct PtxasFigures {
+  int registers = -1;
+  int spill_stores = -1, spill_loads = -1, stack_bytes = -1;
+};
+
+PtxasFigures ptxas_figures(const std::string& log, const std::string& entry) {
+  PtxasFigures f;
+  const size_t at = log.find("Function properties for " + entry);
+  if (at == std::string::npos) return f;
+  const std::string rest = log.substr(at);
+  const std::regex spills(R"((\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads)");
+  std::smatch m;
+  if (std::regex_search(rest, m, spills)) {
+    f.stack_bytes = std::stoi(m[1]);
+    f.spill_stores = std::stoi(m[2]);
+    f.spill_loads = std::stoi(m[3]);
+  }
+  if (std::regex_search(rest, m, std::regex(R"(Used (\d+) registers)"))) f.registers = std::stoi(m[1]);
+  return f;
+}
+
+// Every GEMM baseline in both dtypes at the default sizes of its case that it supports,
+// and at the small sizes of the GPU tests: compiled for sm_90a with ptxas's report, the
+// kernels keep their 128 accumulators and both fragment buffers in registers (at most
+// 255 under __launch_bounds__(256, 1)) without spilling.
+TEST(BaselineCompile, GemmBaselinesCompileWithoutSpills) {
+  int compiled = 0;
+  for (const char* name : {"gemm_mma", "gemm_batched_mma", "gemm_bias_gelu_mma"}) {
+    const baselines::Baseline& b = baselines::by_name(name);
+    const runtime::BenchCase& c = runtime::find_bench_case(b.op);
+    std::vector<runtime::BenchSize> sizes = {runtime::BenchSize::gemm(256, 512, 128),
+                                             runtime::BenchSize::batched_gemm(3, 256, 512, 160)};
+    sizes.insert(sizes.end(), c.sizes.begin(), c.sizes.end());
+    for (DType t : b.dtypes)
+      for (const runtime::BenchSize& s : sizes) {
+        const baselines::Problem p = problem_of(c, t, s);
+        if (!b.why_unsupported(p).empty()) continue;
+        const baselines::BaselineKernel k = b.build(p);
+        SCOPED_TRACE(b.name + " " + std::string(dtype_name(t)) + " " + s.str());
+        const runtime::CompileResult r = runtime::CompileCache::global().compile(
+            k.source, "baseline_" + k.name, {.arch = "sm_90a", .extra_flags = {"--ptxas-options=-v"}});
+        ASSERT_FALSE(r.cubin.empty());
+        const PtxasFigures f = ptxas_figures(r.log, k.launches[0].entry);
+        EXPECT_EQ(f.spill_stores, 0) << r.log;
+        EXPECT_EQ(f.spill_loads, 0) << r.log;
+        EXPECT_EQ(f.stack_bytes, 0) << r.log;
+        EXPECT_GT(f.registers, 128) << r.log;  // the accumulators alone take 128
+        EXPECT_LE(f.registers, 255) << r.log;
+        std::cout << fmt::format("{} {} {}: {} registers, {} bytes spilled\n", b.name, dtype_name(t), s.str(),
+                                 f.registers, f.spill_stores + f.spill_loads);
+        ++compiled;
+      }
+  }
+  // Two dtypes of: gemm 256x512x128, 3x256x512x160, 4096^3, 8192^3 (not 4093x4099x4097 nor
+  // 16x8192x8192); gemm_batched and gemm_bias_gelu the small sizes and their default.
+  EXPECT_EQ(compiled, 8 + 6 + 6);
 }
 
 }  // namespace
