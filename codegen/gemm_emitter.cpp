@@ -140,7 +140,7 @@ private:
     // their loads have time to land; with two, at the end of the same step.
     const std::string held_commit = schedule_->commit("        ", "held_at", "held_k");
     const bool staged = !held_commit.empty(), deferred = staged && stages >= 3;
-    if (deferred) s += "  bool held = false;  // registers hold a K step not yet stored\n  unsigned held_at = 0;\n  int held_k = 0;\n";
+    if (deferred) s += "  bool held = false;  // registers hold a K step not yet stored\n  unsigned held_at = 0;\n  [[maybe_unused]] int held_k = 0;  // read by prologues only\n";
     s += schedule_->fragments();
     s += schedule_->load_fragments("  ", "0", "0u", "0");
     s += "  for (int step = 0; step < k_steps; ++step) {\n";

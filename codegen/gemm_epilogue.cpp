@@ -128,6 +128,53 @@ std::string GemmEpilogue::function_params() const {
   return fmt::format("{}", fmt::join(params, ", "));
 }
 
+namespace {
+
+// The bits of element `i` of the vector `value` of dtype `t`, as an unsigned integer.
+std::string element_bits(DType t, const std::string& value, int i) {
+  const std::string e = fmt::format("{}.v[{}]", value, i);
+  switch (t) {
+    case DType::f16: return fmt::format("(unsigned)__half_as_ushort({})", e);
+    case DType::bf16: return fmt::format("(unsigned)__bfloat16_as_ushort({})", e);
+    case DType::f32: return fmt::format("__float_as_uint({})", e);
+    case DType::i32: return fmt::format("(unsigned){}", e);
+    case DType::i1: return fmt::format("(unsigned){}", e);
+  }
+  return e;
+}
+
+// Stores the vector `value` (`count` elements of dtype `t`) at `at` as 32-bit words put
+// together in registers, 16 bytes a store: a store of the vector struct itself compiles
+// to one 16-bit store per pair of f16 elements.
+std::string store_vector(const std::string& at, const std::string& value, DType t, int count) {
+  const int bytes = dtype_bytes(t), per_word = 4 / bytes, words = count * bytes / 4;
+  if (words == 0) return fmt::format("    *reinterpret_cast<decltype({})*>({}) = {};\n", value, at, value);
+  std::vector<std::string> w;
+  for (int i = 0; i < words; ++i) {
+    std::string word;
+    for (int j = 0; j < per_word; ++j) {
+      const std::string bits = element_bits(t, value, i * per_word + j);
+      word += word.empty() ? bits : fmt::format(" | ({} << {})", bits, 8 * bytes * j);
+    }
+    w.push_back(word);
+  }
+  std::string s;
+  for (int i = 0; i < words;) {
+    const int n = words - i >= 4 ? 4 : words - i >= 2 ? 2 : 1;
+    const char* type = n == 4 ? "uint4" : n == 2 ? "uint2" : "unsigned";
+    std::vector<std::string> part(w.begin() + i, w.begin() + i + n);
+    const std::string make = n == 1 ? part[0] : fmt::format("make_{}({})", type, fmt::join(part, ", "));
+    if (n == 4)
+      s += fmt::format("    kiln_store16(reinterpret_cast<uint4*>({}) + {}, {});\n", at, i / n, make);
+    else
+      s += fmt::format("    reinterpret_cast<{}*>({})[{}] = {};\n", type, at, i / n, make);
+    i += n;
+  }
+  return s;
+}
+
+}  // namespace
+
 std::string GemmEpilogue::vector_function() const {
   const int64_t M = k_.gemm.m, N = k_.gemm.n;
   std::string s = fmt::format("static __device__ __forceinline__ void {}_epilogue({}) {{\n", k_.name, function_params());
@@ -164,8 +211,8 @@ std::string GemmEpilogue::vector_function() const {
   s += fmt::format("#pragma unroll\n    for (int j = 0; j < {}; ++j) {}", vec_, element_call(true));
   if (vector_stores_)
     for (int o : outputs_)
-      s += fmt::format("    *reinterpret_cast<kiln_vec<{}, {}>*>({} + row{} + n) = w{};\n", type_of(o), vec_,
-                       params_[o], o, o);
+      s += store_vector(fmt::format("{} + row{} + n", params_[o], o), fmt::format("w{}", o), k_.args[o].type.dtype,
+                        vec_);
   s += "  }\n";
   if (edge) {
     s += "  else {\n";

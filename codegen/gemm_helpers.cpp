@@ -36,25 +36,27 @@ constexpr DeviceHelper kGemmHelpers[] = {
     {"kiln_ldmatrix_x4",
      "static __device__ __forceinline__ void kiln_ldmatrix_x4(unsigned (&r)[4], unsigned shared_addr) {\n"
      "  asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\"\n"
-     "               : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(shared_addr));\n}\n"},
+     "               : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(shared_addr) : \"memory\");\n}\n"},
     {"kiln_ldmatrix_x4_trans",
      "static __device__ __forceinline__ void kiln_ldmatrix_x4_trans(unsigned (&r)[4], unsigned shared_addr) {\n"
      "  asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\"\n"
-     "               : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(shared_addr));\n}\n"},
+     "               : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(shared_addr) : \"memory\");\n}\n"},
     // d += a b on Tensor Cores for one warp: a 16x16 (row-major fragment, 4 registers of
     // two elements), b 16x8 (column fragment, 2 registers), d 16x8 fp32 (lane l holds
-    // rows l / 4 and l / 4 + 8, columns 2 (l % 4) and 2 (l % 4) + 1).
+    // rows l / 4 and l / 4 + 8, columns 2 (l % 4) and 2 (l % 4) + 1). Not volatile: it
+    // touches no memory, so the compiler may schedule it among the ldmatrix loads, which
+    // are volatile and clobber memory to stay between the barriers that guard them.
     {"kiln_mma_f16",
      "static __device__ __forceinline__ void kiln_mma_f16(float (&d)[4], const unsigned (&a)[4], unsigned b0, "
      "unsigned b1) {\n"
-     "  asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+     "  asm(\"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
      "{%8, %9}, {%0, %1, %2, %3};\"\n"
      "               : \"+f\"(d[0]), \"+f\"(d[1]), \"+f\"(d[2]), \"+f\"(d[3])\n"
      "               : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b0), \"r\"(b1));\n}\n"},
     {"kiln_mma_bf16",
      "static __device__ __forceinline__ void kiln_mma_bf16(float (&d)[4], const unsigned (&a)[4], unsigned b0, "
      "unsigned b1) {\n"
-     "  asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+     "  asm(\"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
      "{%8, %9}, {%0, %1, %2, %3};\"\n"
      "               : \"+f\"(d[0]), \"+f\"(d[1]), \"+f\"(d[2]), \"+f\"(d[3])\n"
      "               : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b0), \"r\"(b1));\n}\n"},
@@ -77,6 +79,12 @@ constexpr DeviceHelper kGemmHelpers[] = {
      "    v[m] = (q & 2u) ? odd : even;\n  }\n"
      "  return make_uint4(__funnelshift_r(v[0], v[1], shift), __funnelshift_r(v[1], v[2], shift),\n"
      "                    __funnelshift_r(v[2], v[3], shift), __funnelshift_r(v[3], v[4], shift));\n}\n"},
+    // One 16-byte store of four words (a 16-byte aligned address): written out, since a
+    // uint4 assignment may be split into four 4-byte stores.
+    {"kiln_store16",
+     "static __device__ __forceinline__ void kiln_store16(void* p, uint4 v) {\n"
+     "  asm volatile(\"st.global.v4.b32 [%0], {%1, %2, %3, %4};\" :: \"l\"(p), \"r\"(v.x), \"r\"(v.y), \"r\"(v.z), "
+     "\"r\"(v.w) : \"memory\");\n}\n"},
     // An fp32 value rounded to TF32 (to nearest, ties away), as the TF32 product wants it.
     {"kiln_to_tf32",
      "static __device__ __forceinline__ unsigned kiln_to_tf32(unsigned bits) {\n"
@@ -85,7 +93,7 @@ constexpr DeviceHelper kGemmHelpers[] = {
     {"kiln_mma_tf32",
      "static __device__ __forceinline__ void kiln_mma_tf32(float (&d)[4], const unsigned (&a)[4], unsigned b0, "
      "unsigned b1) {\n"
-     "  asm volatile(\"mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+     "  asm(\"mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
      "{%8, %9}, {%0, %1, %2, %3};\"\n"
      "               : \"+f\"(d[0]), \"+f\"(d[1]), \"+f\"(d[2]), \"+f\"(d[3])\n"
      "               : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b0), \"r\"(b1));\n}\n"},
