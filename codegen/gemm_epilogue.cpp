@@ -82,16 +82,7 @@ std::string GemmEpilogue::element_function() const {
         break;
       case ScalarKind::Const: value = const_expr(op.dtype, op.value); break;
       case ScalarKind::Index: value = index_expr(op.dtype, fmt::format("x{}", index_pos++)); break;
-      case ScalarKind::Op: {
-        std::vector<DType> types;
-        std::vector<std::string> names;
-        for (int x : op.operands) {
-          types.push_back(k_.body[x].dtype);
-          names.push_back(fmt::format("r{}", x));
-        }
-        value = op_expr(op.op, op.attrs, op.dtype, types, names);
-        break;
-      }
+      case ScalarKind::Op: value = body_op_expr(k_.body, op, [](int x) { return fmt::format("r{}", x); }); break;
       case ScalarKind::Store:
         s += fmt::format("  o{} = {};\n", position(outputs_, op.arg),
                          store_expr(op.dtype, fmt::format("r{}", op.operands[0])));

@@ -218,16 +218,9 @@ std::string OperandLoad::commit(const std::string& in, const std::string& stage,
     switch (p.kind) {
       case ir::ScalarKind::Load: value = load_expr(arg.type.dtype, fmt::format("{}_hold[i].v[j]", n)); break;
       case ir::ScalarKind::Const: value = const_expr(p.dtype, p.value); break;
-      case ir::ScalarKind::Op: {
-        std::vector<DType> types;
-        std::vector<std::string> names;
-        for (int x : p.operands) {
-          types.push_back(op.prologue[static_cast<size_t>(x)].dtype);
-          names.push_back(fmt::format("p[{}]", x));
-        }
-        value = op_expr(p.op, p.attrs, p.dtype, types, names);
+      case ir::ScalarKind::Op:
+        value = body_op_expr(op.prologue, p, [](int x) { return fmt::format("p[{}]", x); });
         break;
-      }
       default:
         throw Error(fmt::format("kernel @{}: operand {} prologue op %{} cannot be emitted", k_.name, n, id));
     }

@@ -356,6 +356,17 @@ std::string op_expr(OpKind op, const ir::Attrs& attrs, DType result, const std::
                           variant.empty() ? "" : " (approximate = \"" + variant + "\")"));
 }
 
+std::string body_op_expr(const std::vector<ir::ScalarOp>& body, const ir::ScalarOp& op,
+                         const std::function<std::string(int)>& name) {
+  std::vector<DType> types;
+  std::vector<std::string> names;
+  for (int x : op.operands) {
+    types.push_back(body.at(static_cast<size_t>(x)).dtype);
+    names.push_back(name(x));
+  }
+  return op_expr(op.op, op.attrs, op.dtype, types, names);
+}
+
 std::string called_helpers(const std::string& code, const DeviceHelper* table, size_t count) {
   std::vector<bool> needed(count, false);
   std::string calls = code;  // grows with the bodies of the helpers found so far

@@ -2,12 +2,14 @@
 // Values live in registers as float (f32, f16, bf16: all math in fp32), int (i32) or
 // bool (i1); memory holds float, __half, __nv_bfloat16, int or one byte per i1.
 #pragma once
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "ir/attrs.h"
 #include "ir/dtype.h"
+#include "ir/kernel.h"
 #include "ir/ops.h"
 
 namespace kiln::codegen {
@@ -42,6 +44,11 @@ struct DeviceHelper {
 // The definitions among table[0..count) (callees listed before their callers) that
 // `code` calls, directly or through another helper, in table order.
 std::string called_helpers(const std::string& code, const DeviceHelper* table, size_t count);
+
+// op_expr for body op `op` (ScalarKind::Op), whose operands are earlier ops of `body`,
+// each register named by `name(id)`.
+std::string body_op_expr(const std::vector<ir::ScalarOp>& body, const ir::ScalarOp& op,
+                         const std::function<std::string(int)>& name);
 
 // The definitions of the kiln_* device helpers that `code` calls (and those they
 // call), in dependency order.

@@ -96,19 +96,6 @@ private:
     return chain;
   }
 
-  bool depends_on(const Value* v, const std::set<const Node*>& group) const {
-    std::vector<const Value*> stack{v};
-    std::unordered_set<const Value*> seen;
-    while (!stack.empty()) {
-      const Value* x = stack.back();
-      stack.pop_back();
-      if (!x->producer || !seen.insert(x).second) continue;
-      if (group.count(x->producer)) return true;
-      for (const Value* u : x->producer->operands) stack.push_back(u);
-    }
-    return false;
-  }
-
   // The element-wise consumers of the product over the output's shape, in order, with
   // the constants and views they read.
   std::set<const Node*> epilogue(const Node* matmul) const {
@@ -121,7 +108,7 @@ private:
       bool reads_group = false, independent = true;
       for (const Value* u : n->operands) {
         if (u->producer && computed.count(u->producer)) reads_group = true;
-        else independent = independent && !depends_on(u, computed);
+        else independent = independent && !depends_on_group(u, computed);
       }
       if (!reads_group || !independent) continue;
       computed.insert(n);
@@ -137,24 +124,12 @@ private:
     return group;
   }
 
-  // The computed values of the group that something outside it reads.
-  std::vector<const Value*> escaping(const std::set<const Node*>& group) const {
-    std::vector<const Value*> out;
-    for (const Node* n : nodes_) {
-      if (!group.count(n) || is_free_node(*n)) continue;
-      bool leaves = outputs_.count(n->result) > 0;
-      for (const Node* u : users_[n->result->id]) leaves = leaves || (!group.count(u) && live_.count(u));
-      if (leaves) out.push_back(n->result);
-    }
-    return out;
-  }
-
   bool viable(const Node* matmul, const std::set<const Node*>& group) const {
-    std::vector<const Value*> roots = escaping(group);
+    std::vector<const Value*> roots = escaping_values(group, nodes_, users_, live_, outputs_);
     if (roots.empty()) return false;
     for (const Node* n : group)
       for (const Value* u : n->operands)
-        if (u->producer && !group.count(u->producer) && depends_on(u, group)) return false;
+        if (u->producer && !group.count(u->producer) && depends_on_group(u, group)) return false;
     try {
       build_gemm("check", *matmul, group, roots, {});
       return true;

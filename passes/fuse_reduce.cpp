@@ -26,6 +26,33 @@ bool is_free_node(const Node& n) {
   return c == ir::OpCategory::Source || c == ir::OpCategory::View;
 }
 
+bool depends_on_group(const Value* v, const std::set<const Node*>& group) {
+  std::vector<const Value*> stack{v};
+  std::unordered_set<const Value*> seen;
+  while (!stack.empty()) {
+    const Value* x = stack.back();
+    stack.pop_back();
+    if (!x->producer || !seen.insert(x).second) continue;
+    if (group.count(x->producer)) return true;
+    for (const Value* u : x->producer->operands) stack.push_back(u);
+  }
+  return false;
+}
+
+std::vector<const Value*> escaping_values(const std::set<const Node*>& group, const std::vector<Node*>& nodes,
+                                          const std::vector<std::vector<Node*>>& users,
+                                          const std::unordered_set<const Node*>& live,
+                                          const std::unordered_set<const Value*>& outputs) {
+  std::vector<const Value*> out;
+  for (const Node* n : nodes) {
+    if (!group.count(n) || is_free_node(*n)) continue;
+    bool leaves = outputs.count(n->result) > 0;
+    for (const Node* u : users[n->result->id]) leaves = leaves || (!group.count(u) && live.count(u));
+    if (leaves) out.push_back(n->result);
+  }
+  return out;
+}
+
 namespace {
 
 // What a group reduces: rows of `space` (its last dim), or with `cols` its `axes`.
@@ -124,18 +151,7 @@ private:
     return ir::op_info(n->op).category == ir::OpCategory::Reduce && same_reduction(*n, t);
   }
 
-  bool depends_on(const Value* v, const std::set<const Node*>& group) const {
-    std::vector<const Value*> stack{v};
-    std::unordered_set<const Value*> seen;
-    while (!stack.empty()) {
-      const Value* x = stack.back();
-      stack.pop_back();
-      if (!x->producer || !seen.insert(x).second) continue;
-      if (group.count(x->producer)) return true;
-      for (const Value* u : x->producer->operands) stack.push_back(u);
-    }
-    return false;
-  }
+  bool depends_on(const Value* v, const std::set<const Node*>& group) const { return depends_on_group(v, group); }
 
   std::set<const Node*> grow(const Node* seed, const Target& t, const std::set<const Node*>& excluded) const {
     std::set<const Node*> group{seed};
@@ -167,16 +183,8 @@ private:
     return group;
   }
 
-  // The computed values that leave the group (other readers, graph outputs).
   std::vector<const Value*> escaping(const std::set<const Node*>& group) const {
-    std::vector<const Value*> out;
-    for (const Node* n : nodes_) {
-      if (!group.count(n) || is_free_node(*n)) continue;
-      bool leaves = outputs_.count(n->result) > 0;
-      for (const Node* u : users_[n->result->id]) leaves = leaves || (!group.count(u) && live_.count(u));
-      if (leaves) out.push_back(n->result);
-    }
-    return out;
+    return escaping_values(group, nodes_, users_, live_, outputs_);
   }
 
   bool viable(const std::set<const Node*>& group, const Target& t) const {

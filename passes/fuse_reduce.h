@@ -7,6 +7,7 @@
 #pragma once
 #include <set>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "ir/graph.h"
@@ -28,5 +29,16 @@ std::vector<RowGroup> plan_row_groups(const ir::Graph& g);
 
 // Whether a node is free to copy (a constant, iota or view).
 bool is_free_node(const ir::Node& n);
+
+// What the groupers (row, column, gemm) share. Whether `v` is computed, through any
+// chain of nodes, from a node of `group`:
+bool depends_on_group(const ir::Value* v, const std::set<const ir::Node*>& group);
+// The computed values of `group` that leave it: graph outputs, or read by a live node
+// outside it. `nodes` in graph order, `users` per value id (ir::Graph::users()).
+std::vector<const ir::Value*> escaping_values(const std::set<const ir::Node*>& group,
+                                              const std::vector<ir::Node*>& nodes,
+                                              const std::vector<std::vector<ir::Node*>>& users,
+                                              const std::unordered_set<const ir::Node*>& live,
+                                              const std::unordered_set<const ir::Value*>& outputs);
 
 }  // namespace kiln::passes

@@ -13,6 +13,7 @@
 #include "ir/error.h"
 #include "ir/printer.h"
 #include "passes/lower.h"
+#include "passes/lower_group.h"
 #include "runtime/knobs.h"
 
 namespace kiln::passes {
@@ -220,13 +221,10 @@ ir::Kernel build_gemm(const std::string& name, const Node& matmul, const std::se
 
 ir::Kernel lower_gemm_group(const ir::Graph& g, int group, const std::unordered_map<int, std::string>& names) {
   const ir::Group& grp = g.groups().at(static_cast<size_t>(group));
-  std::set<const Node*> members;
-  std::vector<const Node*> ordered;
+  const GroupNodes nodes = checked_group_nodes(g, group);
+  const std::set<const Node*> members(nodes.members.begin(), nodes.members.end());
   const Node* matmul = nullptr;
-  for (const Node* n : g.nodes()) {
-    if (n->group != group) continue;
-    members.insert(n);
-    ordered.push_back(n);
+  for (const Node* n : nodes.members) {
     if (n->op != ir::OpKind::Matmul) continue;
     if (matmul)
       throw Error(fmt::format("kernel @{}: a gemm kernel holds one matmul; `{}` and `{}` are both in it", grp.name,
@@ -234,22 +232,10 @@ ir::Kernel lower_gemm_group(const ir::Graph& g, int group, const std::unordered_
     matmul = n;
   }
   if (!matmul) throw Error(fmt::format("kernel @{}: a gemm kernel has no matmul", grp.name));
-  std::unordered_set<const Value*> escaping(g.outputs().begin(), g.outputs().end());
-  for (const Node* n : g.nodes())
-    if (n->group != group)
-      for (const Value* v : n->operands) escaping.insert(v);
-  std::vector<const Value*> roots;
-  for (const Node* n : ordered)
-    if (escaping.count(n->result)) roots.push_back(n->result);
-  if (roots.empty()) throw Error(fmt::format("kernel @{} computes nothing that is used outside it", grp.name));
+  const std::vector<const Value*>& roots = nodes.roots;
   ir::Kernel k = build_gemm(grp.name, *matmul, members, roots, names);
-  for (const Node* n : ordered) k.fused_nodes.push_back(ir::print_node(*n, names));
-  if (grp.tile.empty()) {
-    k.config = ir::heuristic(k);
-  } else {
-    k.config = ir::TileConfig::from_attrs(grp.tile);
-    ir::validate(k, k.config);
-  }
+  for (const Node* n : nodes.members) k.fused_nodes.push_back(ir::print_node(*n, names));
+  choose_config(k, grp);
   return k;
 }
 

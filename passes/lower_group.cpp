@@ -39,13 +39,17 @@ ir::Kernel finish_kernel(PointwiseBuild& build, const std::vector<const Node*>& 
   for (const Node* n : members)
     if (build.nodes.count(n)) k.fused_nodes.push_back(ir::print_node(*n, names));
   ir::verify(k);
+  choose_config(k, grp);
+  return k;
+}
+
+void choose_config(ir::Kernel& k, const ir::Group& grp) {
   if (grp.tile.empty()) {
     k.config = ir::heuristic(k);
   } else {
     k.config = ir::TileConfig::from_attrs(grp.tile);
     ir::validate(k, k.config);
   }
-  return k;
 }
 
 void check_build(const PointwiseBuild& build, const ir::Group& grp, const std::unordered_map<int, std::string>& names) {

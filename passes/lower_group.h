@@ -29,6 +29,9 @@ GroupNodes checked_group_nodes(const ir::Graph& g, int group);
 ir::Kernel finish_kernel(PointwiseBuild& build, const std::vector<const ir::Node*>& members, const ir::Group& grp,
                          const std::unordered_map<int, std::string>& names);
 
+// A lowered kernel's config: the group's `tile` attribute (validated) or the heuristic's.
+void choose_config(ir::Kernel& k, const ir::Group& grp);
+
 // Throws when a build stopped at a value that it must load (PointwiseBuild::must_load):
 // with a reduction's reason, or naming the reshape that cannot become index arithmetic.
 void check_build(const PointwiseBuild& build, const ir::Group& grp, const std::unordered_map<int, std::string>& names);

@@ -163,7 +163,7 @@ TEST(GemmCodegen, TheSourceReadsAsAGemm) {
   for (const char* part : {"// ---- kernel k0: gemm 4096 x 4096 x 4096", "// Fuses:", "%1 = add", "// Config {",
                            "kiln_ldmatrix_x4_trans(", "kiln_mma_f16(", "kiln_copy_async16_zfill(",
                            "kiln_copy_async_wait_group<", "groups of 8 tile rows", "k0_epilogue(",
-                           "*reinterpret_cast<kiln_vec<__half, 8>*>(out_"})
+                           "kiln_store16(reinterpret_cast<uint4*>(out_"})
     EXPECT_TRUE(contains(cuda, part)) << part << "\n" << cuda;
   // The main loop is written once.
   EXPECT_EQ(cuda.find("for (int step = 0; step < k_steps; ++step)"),
