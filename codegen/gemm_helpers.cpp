@@ -60,25 +60,6 @@ constexpr DeviceHelper kGemmHelpers[] = {
      "{%8, %9}, {%0, %1, %2, %3};\"\n"
      "               : \"+f\"(d[0]), \"+f\"(d[1]), \"+f\"(d[2]), \"+f\"(d[3])\n"
      "               : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b0), \"r\"(b1));\n}\n"},
-    // 16 bytes from an address aligned to 2 bytes only (an operand whose rows do not
-    // start at multiples of 16 bytes): the aligned 16-byte word holding the first byte,
-    // the next one where the 16 bytes run into it, and a funnel shift of the pair of
-    // 32-bit words that each output word straddles. Both words must lie inside the
-    // tensor (the caller checks).
-    {"kiln_load16_realigned",
-     "static __device__ __forceinline__ uint4 kiln_load16_realigned(const void* p) {\n"
-     "  const unsigned long long at = (unsigned long long)p;\n"
-     "  const uint4* word = reinterpret_cast<const uint4*>(at & ~15ull);\n"
-     "  const unsigned s = (unsigned)at & 15u, q = s >> 2, shift = (s & 3u) * 8u;\n"
-     "  const uint4 lo = __ldg(word);\n"
-     "  const uint4 hi = s != 0 ? __ldg(word + 1) : lo;\n"
-     "  const unsigned w[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};\n"
-     "  unsigned v[5];  // v[m] = w[m + q], chosen without indexing registers at run time\n"
-     "#pragma unroll\n  for (int m = 0; m < 5; ++m) {\n"
-     "    const unsigned even = (q & 1u) ? w[m + 1] : w[m], odd = (q & 1u) ? w[m + 3] : w[m + 2];\n"
-     "    v[m] = (q & 2u) ? odd : even;\n  }\n"
-     "  return make_uint4(__funnelshift_r(v[0], v[1], shift), __funnelshift_r(v[1], v[2], shift),\n"
-     "                    __funnelshift_r(v[2], v[3], shift), __funnelshift_r(v[3], v[4], shift));\n}\n"},
     // One 16-byte store of four words (a 16-byte aligned address): written out, since a
     // uint4 assignment may be split into four 4-byte stores.
     {"kiln_store16",

@@ -147,40 +147,21 @@ std::string OperandLoad::issue(const std::string& in, const std::string& stage, 
       s += fmt::format("{}{}_hold[i] = ({}) ? *reinterpret_cast<const {}*>(src) : {}{{}};\n", body, n, inside, vec,
                        vec);
   } else {
-    // Chunks that do not start at a multiple of 16 bytes (odd row lengths): a chunk wholly
-    // inside the matrix is read through the two aligned 16-byte words that cover it and
-    // shifted into place (kiln_load16_realigned); a chunk on the matrix's edge element by
-    // element, each one tested against the edges.
+    // Element by element (rows that do not start at a multiple of 16 bytes): each one
+    // tested against the edges of the matrix. (Reading each chunk through the two aligned
+    // 16-byte words that cover it and shifting them into place measured 2.3x slower on
+    // the H200: bench/NOTES.md.)
+    s += fmt::format("{}#pragma unroll\n{}for (int j = 0; j < {}; ++j) {{\n", body, body, chunk_elems_);
     const std::string row_test = k_contiguous_ ? outer_in("i") : k_in("i", k0, "");
-    const std::string whole = k_contiguous_
-                                  ? (k_always_in_ ? "" : fmt::format("{} + {}_chunk * {} + {} <= k_end", k0, n,
-                                                                      chunk_elems_, chunk_elems_))
-                                  : (outer_always_in_ ? "" : fmt::format("{}_outer0 + {}_chunk * {} + {} <= {}", n, n,
-                                                                         chunk_elems_, chunk_elems_, outer_));
-    // The second word must lie inside the tensor too.
-    const int64_t numel = arg.type.numel();
-    const std::string in_tensor = fmt::format("((src - {}) & ~{}ll) + {} <= {}ll", param_, chunk_elems_ - 1,
-                                              2 * chunk_elems_, numel);
-    const bool realign = chunk_elems_ * dtype_bytes(arg.type.dtype) == 16;  // a source chunk of 16 bytes
-    std::string elements = body;
-    if (realign) {
-      s += fmt::format("{}if ({}) {{\n", body, both(both(row_test, whole), in_tensor));
-      s += fmt::format("{}  *reinterpret_cast<uint4*>(&{}_hold[i]) = kiln_load16_realigned(src);\n", body, n);
-      s += body + "} else {\n";
-      elements += "  ";
-    }
-    s += fmt::format("{}#pragma unroll\n{}for (int j = 0; j < {}; ++j) {{\n", elements, elements, chunk_elems_);
     std::string elem_test = k_contiguous_ ? k_in("i", k0, "j") : "";
     if (!k_contiguous_ && !outer_always_in_)
       elem_test = fmt::format("{}_outer0 + {}_chunk * {} + j < {}", n, n, chunk_elems_, outer_);
     const std::string inside = both(row_test, elem_test);
     if (inside.empty())
-      s += fmt::format("{}  {}_hold[i].v[j] = src[j];\n", elements, n);
+      s += fmt::format("{}  {}_hold[i].v[j] = src[j];\n", body, n);
     else
-      s += fmt::format("{}  {}_hold[i].v[j] = ({}) ? src[j] : {};\n", elements, n, inside,
-                       zero_storage(arg.type.dtype));
-    s += elements + "}\n";
-    if (realign) s += body + "}\n";
+      s += fmt::format("{}  {}_hold[i].v[j] = ({}) ? src[j] : {};\n", body, n, inside, zero_storage(arg.type.dtype));
+    s += body + "}\n";
   }
   return s + in + "}\n";
 }
