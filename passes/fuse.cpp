@@ -1,12 +1,12 @@
-// The `fuse` pass: reductions along the innermost axis become row_reduce groups with
-// their prologue and epilogue (planned first, see fuse_reduce.h); the remaining
-// element-wise chains become pointwise kernel groups.
+// The `fuse` pass: reductions become row_reduce and col_reduce groups with their
+// prologue and epilogue (planned first, see fuse_reduce.h), matmuls become gemm groups
+// with their operands' views and prologues and their epilogue (fuse_gemm.h); the
+// remaining element-wise chains become pointwise kernel groups.
 //
 // A pointwise kernel computes its outputs ("roots") element by element over their
 // shape, inlining everything upstream until it reaches values that live in memory:
-// graph inputs, results of row-reduce groups, of other reductions / matmuls /
-// composites (left ungrouped for the kernels to come), and values that must be
-// written anyway. So fusion is a choice of
+// graph inputs, results of the planned groups, of composites (left ungrouped for the
+// kernels to come), and values that must be written anyway. So fusion is a choice of
 // which values to write:
 //   1. graph outputs and values that a reduction, matmul or composite reads;
 //   2. values under a reshape that cannot become index arithmetic;
