@@ -53,17 +53,8 @@ const Library& library() {
       l.why_not = "cuBLAS lacks cublasCreate_v2, cublasGemmEx or cublasGemmStridedBatchedEx";
       return l;
     }
-    std::string why;
-    if (!gpu_available(&why)) {
-      l.why_not = "no GPU: " + why;
-      return l;
-    }
-    try {
-      Device::get();  // the primary context cuBLAS runs in
-    } catch (const Error& e) {
-      l.why_not = e.what();
-      return l;
-    }
+    l.why_not = primary_context_problem();  // the context the handle runs in
+    if (!l.why_not.empty()) return l;
     if (int status = l.create(&l.handle); status != 0) l.why_not = "cublasCreate failed: " + cublas_status_text(status);
     return l;
   }();

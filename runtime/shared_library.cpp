@@ -7,6 +7,10 @@
 #include <cstring>
 #include <vector>
 
+#include "ir/error.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/device.h"
+
 namespace kiln::runtime {
 
 void* open_shared_library(std::initializer_list<const char*> names, std::string* why) {
@@ -25,5 +29,16 @@ void* open_shared_library(std::initializer_list<const char*> names, std::string*
 }
 
 void* library_symbol(void* library, const char* name) { return library ? dlsym(library, name) : nullptr; }
+
+std::string primary_context_problem() {
+  std::string why;
+  if (!gpu_available(&why)) return "no GPU: " + why;
+  try {
+    Device::get();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
 
 }  // namespace kiln::runtime

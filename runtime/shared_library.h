@@ -13,4 +13,8 @@ void* open_shared_library(std::initializer_list<const char*> names, std::string*
 // `library`'s symbol `name`, or nullptr.
 void* library_symbol(void* library, const char* name);
 
+// Empty when the GPU's primary context, which a vendor library's handle runs in, is
+// ready (made current here); otherwise why not ("no GPU: ...").
+std::string primary_context_problem();
+
 }  // namespace kiln::runtime
