@@ -3,13 +3,11 @@
 
 #include <fmt/format.h>
 
-#include <map>
-#include <mutex>
 
 #include "ir/error.h"
-#include "runtime/compile_cache.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/device.h"
+#include "runtime/helper_kernel.h"
 #include "runtime/timer.h"
 
 namespace kiln::runtime {
@@ -83,20 +81,6 @@ std::string source_for(DType t) {
   return prefix + kSource;
 }
 
-// The loaded comparison kernel for a dtype and arch, compiled once per process.
-CUfunction compare_function(DType t, const std::string& arch) {
-  static std::mutex mutex;
-  static std::map<std::pair<int, std::string>, Module> modules;
-  std::lock_guard<std::mutex> lock(mutex);
-  auto key = std::make_pair(static_cast<int>(t), arch);
-  auto it = modules.find(key);
-  if (it == modules.end()) {
-    CompileResult r = CompileCache::global().compile(source_for(t), "kiln_compare", CompileOptions{arch, {}});
-    it = modules.emplace(key, Module(r.cubin.data(), r.cubin.size(), "kiln_compare")).first;
-  }
-  return it->second.function("kiln_compare");
-}
-
 }  // namespace
 
 DeviceReference::DeviceReference(const HostTensor& want, double bound)
@@ -116,7 +100,7 @@ Comparison DeviceReference::compare(const DeviceBuffer& got, const std::string& 
     CUdeviceptr got_ptr = got.ptr(), want_ptr = values_.ptr(), sums_ptr = sums.ptr(), counts_ptr = counts.ptr();
     unsigned long long count = n;
     std::vector<void*> args = {&got_ptr, &want_ptr, &count, &sums_ptr, &counts_ptr};
-    launch_kernel(compare_function(want.type.dtype, arch), Dim3{kBlocks}, Dim3{kThreads}, 0, args, "kiln_compare");
+    launch_kernel(helper_kernel(source_for(want.type.dtype), "kiln_compare", arch), Dim3{kBlocks}, Dim3{kThreads}, 0, args, "kiln_compare");
     std::vector<double> s(kBlocks * 3);
     std::vector<unsigned long long> c(kBlocks * 2);
     sums.download(s.data(), s.size() * sizeof(double));  // synchronous: waits for the kernel

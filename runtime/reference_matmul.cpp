@@ -4,15 +4,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <map>
-#include <mutex>
 #include <vector>
 
 #include "ir/error.h"
-#include "runtime/compile_cache.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/device.h"
 #include "runtime/device_buffer.h"
+#include "runtime/helper_kernel.h"
 #include "runtime/timer.h"
 
 namespace kiln::runtime {
@@ -87,21 +85,6 @@ extern "C" __global__ void __launch_bounds__(256) kiln_reference_matmul(
 }
 )";
 
-// The loaded kernel for a dtype and arch, compiled once per process.
-CUfunction reference_function(DType t, const std::string& arch) {
-  static std::mutex mutex;
-  static std::map<std::pair<int, std::string>, Module> modules;
-  std::lock_guard<std::mutex> lock(mutex);
-  auto key = std::make_pair(static_cast<int>(t), arch);
-  auto it = modules.find(key);
-  if (it == modules.end()) {
-    CompileResult r = CompileCache::global().compile(reference_matmul_source(t), kReferenceMatmulEntry,
-                                                     CompileOptions{arch, {}});
-    it = modules.emplace(key, Module(r.cubin.data(), r.cubin.size(), kReferenceMatmulEntry)).first;
-  }
-  return it->second.function(kReferenceMatmulEntry);
-}
-
 // Per output matrix (row-major over the result's batch dims): where A's and B's
 // matrices start, in elements. A batch dim of size 1 (or missing) in an operand reads
 // the same matrix for every index of that dim.
@@ -173,7 +156,7 @@ HostTensor gpu_matmul(const ir::Node& n, const HostTensor& a, const HostTensor& 
   int a_k_contiguous = ta ? 0 : 1, b_n_contiguous = tb ? 0 : 1;
 
   Device& device = Device::get();
-  CUfunction fn = reference_function(a.type.dtype, device.compile_target());
+  CUfunction fn = helper_kernel(reference_matmul_source(a.type.dtype), kReferenceMatmulEntry, device.compile_target());
   DeviceBuffer da = DeviceBuffer::from_host(a), db = DeviceBuffer::from_host(b);
   const std::vector<long long> offsets = batch_offsets(batch, a.type.shape, b.type.shape, m * k, k * nn);
   DeviceBuffer doff(offsets.size() * sizeof(long long));
