@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/tensor_map_spec.h"
 #include "ir/kernel.h"
 
 namespace kiln::codegen {
@@ -13,6 +14,8 @@ struct LaunchDims {
   std::array<unsigned, 3> grid{1, 1, 1};
   std::array<unsigned, 3> block{1, 1, 1};
   unsigned shared_bytes = 0;  // dynamic shared memory
+  // Tensor maps passed after the pointers, in this order (wgmma gemm kernels).
+  std::vector<TensorMapSpec> tensor_maps;
 };
 
 // The grid and block a kernel is launched with, from its shapes and tile config.

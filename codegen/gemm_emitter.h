@@ -20,4 +20,9 @@ std::string emit_gemm(const ir::Kernel& k);
 // split_k slices of K. Dynamic shared memory: ir::gemm_shared_bytes.
 LaunchDims gemm_launch_dims(const ir::Kernel& k);
 
+// The wgmma schedule (codegen/gemm_wgmma_emitter.cpp), which the two above dispatch
+// to: persistent blocks (at most one an SM), and the tensor maps of A and B.
+std::string emit_gemm_wgmma(const ir::Kernel& k);
+LaunchDims gemm_wgmma_launch_dims(const ir::Kernel& k);
+
 }  // namespace kiln::codegen

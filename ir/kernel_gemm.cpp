@@ -70,6 +70,22 @@ bool gemm_operand_vector_loads(const Kernel& k, bool operand_a) {
   return chunk * src_bytes <= 32 && chunks_aligned(k, operand_a, chunk);
 }
 
+bool gemm_operand_tma(const Kernel& k, bool operand_a) {
+  const GemmOperand& op = operand_a ? k.gemm.a : k.gemm.b;
+  const DType t = k.gemm.operand_dtype;
+  if (!op.prologue.empty() || (t != DType::f16 && t != DType::bf16)) return false;
+  if (k.args.at(static_cast<size_t>(op.arg)).type.dtype != t) return false;
+  const GemmLayout l = gemm_layout(k, operand_a);
+  const int64_t chunk = 16 / dtype_bytes(t);
+  bool legal = l.ld % chunk == 0 && l.ld > 0;
+  int batch_dims = 0;
+  for (int64_t s : l.batch_strides) {
+    legal = legal && s % chunk == 0;
+    batch_dims += s != 0;
+  }
+  return legal && batch_dims <= 3;
+}
+
 std::string gemm_compute_name(const GemmCore& g) {
   if (g.operand_dtype == DType::f32 && g.tf32) return "tf32";
   return std::string(dtype_name(g.operand_dtype));

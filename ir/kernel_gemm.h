@@ -74,6 +74,13 @@ bool gemm_operand_async(const Kernel& k, bool operand_a);
 // vector of its stored elements; else it loads them one at a time.
 bool gemm_operand_vector_loads(const Kernel& k, bool operand_a);
 
+// Whether Hopper's copy engine (TMA) can load an operand's tiles straight into the
+// swizzled shared memory that wgmma reads: f16 or bf16 elements with no prologue, row
+// and batch strides that are multiples of 16 bytes (TMA's rule), and at most three
+// batch dims it does not broadcast over (a tensor map has five dims). Tails need no
+// alignment: the copy engine fills elements past the matrix with zeros.
+bool gemm_operand_tma(const Kernel& k, bool operand_a);
+
 // "f16", "bf16", "f32" or "tf32": what the products multiply.
 std::string gemm_compute_name(const GemmCore& g);
 // The number of output matrices (the product of the batch dims).

@@ -44,7 +44,7 @@ constexpr Field kFields[] = {
     {"split_k", &TileConfig::split_k},
 };
 
-constexpr std::string_view kScheduleNames[] = {"", "mma_sync", "simt"};
+constexpr std::string_view kScheduleNames[] = {"", "mma_sync", "simt", "wgmma"};
 
 bool is_schedule(const Field& f) { return f.member == &TileConfig::schedule; }
 
@@ -95,7 +95,7 @@ TileConfig TileConfig::from_attrs(const Attrs& attrs) {
       const std::string& name = std::get<std::string>(value);
       auto at = std::find(std::begin(kScheduleNames) + 1, std::end(kScheduleNames), name);
       if (at == std::end(kScheduleNames))
-        throw Error(fmt::format("tile config: unknown schedule \"{}\" (known: mma_sync, simt)", name));
+        throw Error(fmt::format("tile config: unknown schedule \"{}\" (known: mma_sync, simt, wgmma)", name));
       c.schedule = static_cast<int>(at - std::begin(kScheduleNames));
       continue;
     }

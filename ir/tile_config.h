@@ -5,6 +5,7 @@
 // candidates() and codegen reads the chosen one.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -79,9 +80,10 @@ struct TileConfig {
 };
 
 // How a gemm kernel's products run: Tensor Cores through mma.sync (f16, bf16, and f32
-// as TF32), or fp32 FFMA on CUDA cores (exact f32). Printed by name.
-enum GemmSchedule : int { kNoSchedule = 0, kMmaSync = 1, kSimt = 2 };
-std::string_view gemm_schedule_name(int schedule);  // "mma_sync", "simt"
+// as TF32), fp32 FFMA on CUDA cores (exact f32), or Hopper's warpgroup products
+// (wgmma, sm_90a) on tiles that the copy engine (TMA) loads. Printed by name.
+enum GemmSchedule : int { kNoSchedule = 0, kMmaSync = 1, kSimt = 2, kWgmma = 3 };
+std::string_view gemm_schedule_name(int schedule);  // "mma_sync", "simt", "wgmma"
 
 // The H200's streaming multiprocessors: what "fill the GPU several times" counts.
 inline constexpr int kTargetSMs = 132;
@@ -142,5 +144,16 @@ int64_t gemm_k_slice(const Kernel& k, const TileConfig& config);
 int64_t gemm_shared_bytes(const Kernel& k, const TileConfig& config);
 // The fp32 partials a split K writes (0 without a split).
 int64_t gemm_workspace_floats(const Kernel& k, const TileConfig& config);
+
+// The wgmma schedule's rules (ir/tile_config_gemm_wgmma.cpp), which the gemm rules call.
+// Whether the target and both operands allow it (TMA-loadable f16 / bf16 on sm_90a).
+bool gemm_wgmma_applies(const Kernel& k);
+void validate_gemm_wgmma(const Kernel& k, const TileConfig& config);
+std::vector<TileConfig> gemm_wgmma_sweep(const Kernel& k);
+// Its default where the product fills the GPU with 128-row tiles; none otherwise.
+std::optional<TileConfig> gemm_wgmma_heuristic(const Kernel& k);
+int wgmma_threads(const TileConfig& config);
+int64_t wgmma_stage_bytes(const Kernel& k, const TileConfig& config);
+int64_t wgmma_shared_bytes(const Kernel& k, const TileConfig& config);
 
 }  // namespace kiln::ir

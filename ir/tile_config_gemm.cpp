@@ -9,6 +9,7 @@
 // then, after the main loop, a 16-row strip of each warp's part for the epilogue.
 // simt: 256 threads in a 16 x 16 grid, each computing a (bm / 16) x (bn / 16) block of
 // the tile with fp32 FFMA, from two stages of bk-deep tiles.
+// wgmma (sm_90a): its rules are ir/tile_config_gemm_wgmma.cpp, which these call.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -51,7 +52,10 @@ int64_t output_tiles(const Kernel& k, int bm, int bn) {
 
 }  // namespace
 
-int gemm_threads(const TileConfig& c) { return c.schedule == kSimt ? kSimtThreads : 32 * c.warps_m * c.warps_n; }
+int gemm_threads(const TileConfig& c) {
+  if (c.schedule == kWgmma) return wgmma_threads(c);
+  return c.schedule == kSimt ? kSimtThreads : 32 * c.warps_m * c.warps_n;
+}
 
 int64_t gemm_k_slice(const Kernel& k, const TileConfig& c) {
   const int64_t split = std::max(1, c.split_k);
@@ -59,6 +63,7 @@ int64_t gemm_k_slice(const Kernel& k, const TileConfig& c) {
 }
 
 int64_t gemm_shared_bytes(const Kernel& k, const TileConfig& c) {
+  if (c.schedule == kWgmma) return wgmma_shared_bytes(k, c);
   const int64_t esize = dtype_bytes(k.gemm.operand_dtype);
   const int64_t pipeline = int64_t{c.stages} * (int64_t{c.bm} + c.bn) * c.bk * esize;
   if (c.schedule == kSimt) return pipeline;
@@ -77,12 +82,21 @@ void validate_gemm(const Kernel& k, const TileConfig& c) {
     throw Error(fmt::format("kernel @{}: tile config {}: {}", k.name, c.str(), rule));
   };
   const GemmCore& g = k.gemm;
+  if (c.schedule == kWgmma) {
+    validate_gemm_wgmma(k, c);
+    if (c.group < 1 || c.group > 64) fail("group must be 1 to 64 tile rows");
+    if (gemm_shared_bytes(k, c) > max_shared_bytes())
+      fail(fmt::format("it needs {} bytes of shared memory; a block has at most {} on sm_{}", gemm_shared_bytes(k, c),
+                       max_shared_bytes(), target_sm()));
+    if (gemm_batch_count(g) * output_tiles(k, c.bm, c.bn) > kMaxGridX) fail("too many output tiles");
+    return;
+  }
   const bool tensor_cores = g.operand_dtype != DType::f32 || g.tf32;
   if (c.schedule == kMmaSync && !tensor_cores)
     fail("schedule mma_sync multiplies f16, bf16 or TF32 operands; exact f32 products take schedule simt");
   if (c.schedule == kSimt && tensor_cores)
     fail(fmt::format("schedule simt multiplies exact f32; {} products take schedule mma_sync", gemm_compute_name(g)));
-  if (c.schedule != kMmaSync && c.schedule != kSimt) fail("a gemm config needs schedule mma_sync or simt");
+  if (c.schedule != kMmaSync && c.schedule != kSimt) fail("a gemm config needs schedule mma_sync, simt or wgmma");
   const int esize = dtype_bytes(g.operand_dtype);
   if (c.schedule == kMmaSync) {
     if (c.warps_m < 1 || c.warps_n < 1 || c.warps_m * c.warps_n > 8)
@@ -211,6 +225,7 @@ std::vector<TileConfig> gemm_sweep(const Kernel& k) {
         }
     return out;
   }
+  out = gemm_wgmma_sweep(k);
   const int esize = dtype_bytes(g.operand_dtype);
   for (const MmaShape& s : kMmaShapes) {
     if (!fits(g.m, s.bm) || !fits(g.n, s.bn)) continue;
@@ -272,6 +287,7 @@ TileConfig gemm_heuristic(const Kernel& k) {
     return first_legal(k, TileConfig{.schedule = kSimt, .bm = bm, .bn = bn, .bk = 16, .stages = 2, .group = 8,
                                      .split_k = 1});
   }
+  if (std::optional<TileConfig> hopper = gemm_wgmma_heuristic(k)) return *hopper;
   // Measured on the H200 (f16, bench/NOTES.md): 128 x 128 tiles of four 64 x 64 warps,
   // 128 bytes of K a stage and three stages (two blocks an SM) are within a few percent
   // of the best config at 4096^3 and 8192^3 and ahead at 32 x 1024^3. Narrow products

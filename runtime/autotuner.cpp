@@ -22,6 +22,7 @@
 #include "runtime/device_compare.h"
 #include "runtime/reference.h"
 #include "runtime/knobs.h"
+#include "runtime/launch_args.h"
 #include "runtime/thread_pool.h"
 #include "runtime/timer.h"
 
@@ -57,12 +58,11 @@ bool is_out_of_resources(const std::string& message) {
          message.find("CUDA_ERROR_INVALID_VALUE") != std::string::npos;
 }
 
-// Input and output buffers for one set of the kernel's arguments, and the pointer
-// array cuLaunchKernel wants.
+// Input and output buffers for one set of the kernel's arguments, and their pointers
+// (a candidate's LaunchArgs adds its tensor maps to them).
 struct ArgSet {
   std::vector<DeviceBuffer> buffers;  // per kernel argument
   std::vector<CUdeviceptr> ptrs;
-  std::vector<void*> launch_args;
 
   ArgSet(const ir::Kernel& k, const std::vector<HostTensor>& inputs) {
     size_t next_input = 0;
@@ -71,7 +71,6 @@ struct ArgSet {
       else buffers.push_back(DeviceBuffer::from_host(inputs.at(next_input++)));
     }
     for (const DeviceBuffer& b : buffers) ptrs.push_back(b.ptr());
-    for (CUdeviceptr& p : ptrs) launch_args.push_back(&p);
   }
 };
 
@@ -83,7 +82,7 @@ std::string check_outputs(const ir::Kernel& k, CUfunction fn, const CandidateBui
     if (k.args[i].is_output) set.buffers[i].fill_bytes(0xFF);  // NaN in every float dtype
   launch_kernel(fn, Dim3{b.launch.grid[0], b.launch.grid[1], b.launch.grid[2]},
                 Dim3{b.launch.block[0], b.launch.block[1], b.launch.block[2]}, b.launch.shared_bytes,
-                set.launch_args, k.name);
+                LaunchArgs(b.launch, set.ptrs, k.name).pointers(), k.name);
   passed = true;
   std::string text;
   size_t next_output = 0;
@@ -102,6 +101,7 @@ struct Loaded {
   CUfunction fn = nullptr;
   Dim3 grid, block;
   unsigned shared_bytes = 0;
+  std::vector<std::unique_ptr<LaunchArgs>> args;  // per argument set
 };
 
 // The median of `samples` (not empty).
@@ -115,7 +115,7 @@ double time_candidate(const ir::Kernel& k, const Loaded& l, std::vector<ArgSet>&
   size_t turn = 0;
   return time_kernel_ms(
       [&] {
-        launch_kernel(l.fn, l.grid, l.block, l.shared_bytes, sets[turn++ % sets.size()].launch_args, k.name);
+        launch_kernel(l.fn, l.grid, l.block, l.shared_bytes, l.args[turn++ % sets.size()]->pointers(), k.name);
       },
       warmup, reps);
 }
@@ -308,6 +308,7 @@ TuneResult tune_kernel(const ir::Kernel& k, const KernelReference& ref, const Tu
       l->grid = Dim3{b.launch.grid[0], b.launch.grid[1], b.launch.grid[2]};
       l->block = Dim3{b.launch.block[0], b.launch.block[1], b.launch.block[2]};
       l->shared_bytes = b.launch.shared_bytes;
+      for (const ArgSet& set : arg_sets) l->args.push_back(std::make_unique<LaunchArgs>(b.launch, set.ptrs, k.name));
       bool passed = false;
       t.detail = check_outputs(k, l->fn, b, arg_sets[0], want, r.key.arch, passed);
       if (!passed) {

@@ -30,7 +30,7 @@ bool gpu_available(std::string* why = nullptr);
   X(cuMemcpyDtoD_v2) X(cuMemcpyDtoDAsync_v2) X(cuModuleLoadData) X(cuModuleGetFunction)        \
   X(cuModuleUnload) X(cuLaunchKernel) X(cuFuncGetAttribute) X(cuFuncSetAttribute)              \
   X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime_v2)             \
-  X(cuEventDestroy_v2)
+  X(cuEventDestroy_v2) X(cuTensorMapEncodeTiled)
 
 struct DriverApi {
 #define KILN_DRIVER_MEMBER(symbol) decltype(&::symbol) symbol = nullptr;

@@ -65,15 +65,19 @@ void Executable::bind(const std::vector<const DeviceBuffer*>& inputs, const std:
     bound_[b] = outputs[i]->ptr();
     written[b] = true;
   }
+  // Tensor maps hold the pointers they describe: encoded here, once per binding.
+  for (LoadedKernel& k : kernels_) {
+    std::vector<CUdeviceptr> ptrs;
+    for (int b : k.arg_buffers) ptrs.push_back(bound_[b]);
+    k.args = std::make_unique<LaunchArgs>(k.launch, ptrs, k.name);
+  }
 }
 
 void Executable::launch() {
   const bool trace = knobs::debug_level() >= 1;
   for (const LoadedKernel& k : kernels_) {
-    std::vector<CUdeviceptr> ptrs;
-    for (int b : k.arg_buffers) ptrs.push_back(bound_[b]);
-    std::vector<void*> args;
-    for (CUdeviceptr& p : ptrs) args.push_back(&p);
+    if (!k.args) throw Error(fmt::format("kernel {}: launched before its buffers were bound", k.name));
+    const std::vector<void*>& args = k.args->pointers();
     Dim3 grid{k.launch.grid[0], k.launch.grid[1], k.launch.grid[2]};
     Dim3 block{k.launch.block[0], k.launch.block[1], k.launch.block[2]};
     if (!trace) {

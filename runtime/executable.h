@@ -2,12 +2,14 @@
 // intermediates are allocated once; graph inputs and outputs are bound per run,
 // either to caller-owned device buffers or to buffers it owns for host data.
 #pragma once
+#include <memory>
 #include <vector>
 
 #include "ir/tensor.h"
 #include "passes/lower.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/device_buffer.h"
+#include "runtime/launch_args.h"
 #include "runtime/program.h"
 
 namespace kiln::runtime {
@@ -38,6 +40,7 @@ private:
     CUfunction function = nullptr;
     codegen::LaunchDims launch;
     std::vector<int> arg_buffers;  // per kernel argument: an index into plan_.buffers
+    std::unique_ptr<LaunchArgs> args;  // for the buffers bound last
   };
   void check_buffer(const DeviceBuffer* b, int buffer_index, const char* what) const;
 

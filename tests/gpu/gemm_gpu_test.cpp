@@ -10,6 +10,7 @@
 #include <random>
 
 #include "frontend/kiln.h"
+#include "gemm_test_util.h"
 #include "gpu_test_util.h"
 #include "ir/compare.h"
 #include "ir/interpreter.h"
@@ -90,23 +91,7 @@ TEST(GemmGpu, Tf32WhenAsked) {
   unsetenv("KILN_TF32");
 }
 
-// Every candidate config of the product's kernel is checked against the reference by
-// the tuner; none may fail its check or its compile.
-void every_candidate_passes(const ir::Graph& g) {
-  runtime::Program p = runtime::Program::compile(g);
-  ASSERT_EQ(p.plan().kernels.size(), 1u);
-  std::vector<runtime::KernelReference> refs = runtime::kernel_references(p.graph(), p.plan().kernels);
-  runtime::TuneOptions options;
-  options.warmup = 0;
-  options.reps = 1;
-  runtime::TuneResult r = runtime::tune_kernel(p.plan().kernels[0], refs[0], options);
-  EXPECT_GE(r.trials.size(), 8u);
-  for (const runtime::Trial& t : r.trials)
-    EXPECT_TRUE(t.status == runtime::TrialStatus::Ok || t.status == runtime::TrialStatus::StoppedEarly ||
-                t.status == runtime::TrialStatus::OutOfResources)
-        << t.config.str() << ": " << runtime::trial_status_name(t.status) << " " << t.detail;
-  EXPECT_GE(r.best, 0);
-}
+using gpu_test::every_candidate_passes;
 
 TEST(GemmGpu, EveryCandidateOfASplitKProductPassesTheTunersCheck) {
   KILN_REQUIRE_GPU();

@@ -45,6 +45,13 @@ ir::Kernel gemm_kernel(DType dt, Shape3 s, bool ta = false, bool tb = false, boo
   return p.kernels.at(0);
 }
 
+// The same kernel on the mma_sync schedule (the default where wgmma is not available).
+ir::Kernel on_mma_sync(ir::Kernel k) {
+  const ir::TargetScope ampere("sm_80");
+  k.config = ir::heuristic(k);
+  return k;
+}
+
 const Shape3 kShapes[] = {{1, 1, 1},       {17, 33, 65},       {127, 255, 513},  {4096, 4096, 4096},
                           {4093, 4099, 4097}, {16, 8192, 8192}, {1024, 1024, 65536}, {64, 64, 64}};
 
@@ -58,7 +65,8 @@ TEST(GemmTile, EveryShapeHasALegalDefaultAndCandidates) {
         std::vector<ir::TileConfig> all = ir::candidates(k);
         EXPECT_NE(std::find(all.begin(), all.end(), k.config), all.end()) << k.config.str();
         for (const ir::TileConfig& c : all) EXPECT_NO_THROW(ir::validate(k, c)) << c.str();
-        EXPECT_EQ(k.config.schedule, dt == DType::f32 ? ir::kSimt : ir::kMmaSync);
+        const int want = dt == DType::f32 ? ir::kSimt : ir::gemm_wgmma_heuristic(k) ? ir::kWgmma : ir::kMmaSync;
+        EXPECT_EQ(k.config.schedule, want);
       }
 }
 
@@ -85,7 +93,7 @@ TEST(GemmTile, Tf32IsUsedOnlyWhenAsked) {
 }
 
 TEST(GemmTile, IllegalConfigsSayWhichRule) {
-  ir::Kernel k = gemm_kernel(DType::f16, {4096, 4096, 4096});
+  ir::Kernel k = on_mma_sync(gemm_kernel(DType::f16, {4096, 4096, 4096}));
   auto error = [&](ir::TileConfig c) {
     try {
       ir::validate(k, c);
@@ -159,7 +167,7 @@ TEST(GemmCodegen, CompilesForSm80Too) {
 }
 
 TEST(GemmCodegen, TheSourceReadsAsAGemm) {
-  const std::string cuda = codegen::emit_cuda(gemm_kernel(DType::f16, {4096, 4096, 4096}));
+  const std::string cuda = codegen::emit_cuda(on_mma_sync(gemm_kernel(DType::f16, {4096, 4096, 4096})));
   for (const char* part : {"// ---- kernel k0: gemm 4096 x 4096 x 4096", "// Fuses:", "%1 = add", "// Config {",
                            "kiln_ldmatrix_x4_trans(", "kiln_mma_f16(", "kiln_copy_async16_zfill(",
                            "kiln_copy_async_wait_group<", "groups of 8 tile rows", "k0_epilogue(",

@@ -1,0 +1,261 @@
+// The wgmma schedule of the gemm kind (sm_90a): a warp-specialised, persistent kernel.
+//
+//   warpgroup 0 (producer): gives back most of its registers; its first thread walks
+//     the block's output tiles and, for each K step, waits for a free stage (its
+//     `empty` mbarrier), then has the copy engine load the A and B tiles into it; the
+//     stage's `full` mbarrier completes when their bytes have landed.
+//   warpgroups 1.. (consumers): take the registers; each waits for a full stage,
+//     issues wgmma products of its rows of A against all of B straight from shared
+//     memory, keeps one K step of products in flight, frees the stage the step before
+//     used, and after the last K step runs the fused epilogue on its accumulators in
+//     registers, while the producer already loads the next tile's first stages.
+//
+// Tiles go in groups of `group` tile rows, column by column within a group, so that
+// the tiles running at once share rows of A and columns of B in L2; block b takes
+// tiles b, b + grid, b + 2 grid, ...
+#include <fmt/format.h>
+
+#include "codegen/gemm_emitter.h"
+#include "codegen/gemm_epilogue.h"
+#include "codegen/gemm_tma_operand.h"
+#include "codegen/kernel_params.h"
+#include "codegen/scalar_emit.h"
+#include "ir/error.h"
+#include "ir/tile_config.h"
+
+namespace kiln::codegen {
+
+namespace {
+
+constexpr int kWarpgroup = 128;
+constexpr int kProducerRegisters = 40;
+constexpr int kMaxRegisters = 240;  // a consumer's claim: the file has 64 K registers an SM
+constexpr int kSliceK = 16;         // K of one wgmma product
+constexpr int kVec = 2;             // a thread's accumulators come in pairs of columns
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+class WgmmaEmitter {
+public:
+  explicit WgmmaEmitter(const ir::Kernel& k)
+      : k_(k), c_(k.config), params_(param_names(k)), epilogue_(k, params_, kVec), a_(k, true, c_.bm, c_.bk),
+        b_(k, false, c_.bn, c_.bk) {
+    consumers_ = c_.warps_m;
+    rows_ = c_.bm / consumers_;
+    frags_ = rows_ / 64;
+    tiles_m_ = ceil_div(k.gemm.m, c_.bm);
+    tiles_n_ = ceil_div(k.gemm.n, c_.bn);
+    k_steps_ = ceil_div(k.gemm.k, c_.bk);
+    stage_bytes_ = a_.tile_bytes() + b_.tile_bytes();
+  }
+
+  std::string emit() const {
+    return header() + "#ifndef KILN_TENSOR_MAP\n#define KILN_TENSOR_MAP\n"
+           "// A tensor map as the driver encodes it (opaque, 128 bytes, 64-byte aligned).\n"
+           "struct __align__(64) kiln_tensor_map { unsigned long long words[16]; };\n#endif\n" +
+           epilogue_.functions() + product_function() + signature() + setup() + producer() + consumer() + "}\n";
+  }
+
+private:
+  int64_t total_tiles() const { return tiles_m_ * tiles_n_ * ir::gemm_batch_count(k_.gemm); }
+
+  std::string header() const {
+    const ir::GemmCore& g = k_.gemm;
+    const LaunchDims d = gemm_wgmma_launch_dims(k_);
+    std::string s = fmt::format("\n// ---- kernel {}: gemm {}{} x {} x {} (M x N x K), {} products, fp32 sums ----\n",
+                                k_.name, g.batch.empty() ? "" : "batch " + shape_str(g.batch) + " of ", g.m, g.n, g.k,
+                                ir::gemm_compute_name(g));
+    s += "// Fuses:\n";
+    for (const std::string& line : k_.fused_nodes) s += "//   " + line + "\n";
+    s += fmt::format("// Config {}:\n", c_.str());
+    s += fmt::format("//   {} persistent blocks of {} threads (a producer warpgroup, {} consumer warpgroups), {} bytes "
+                     "of shared memory ({} stages of {} bytes)\n",
+                     d.grid[0], d.block[0], consumers_, d.shared_bytes, c_.stages, stage_bytes_);
+    s += fmt::format("//   each consumer: {} x {} of the tile as {} wgmma m64n{}k16 products a 16-deep slice of K\n",
+                     rows_, c_.bn, frags_, c_.bn);
+    s += "//   " + a_.describe() + "\n//   " + b_.describe() + "\n";
+    s += fmt::format("//   {} output tiles ({} x {} a matrix) of {} x {}, walked in groups of {} tile rows\n",
+                     total_tiles(), tiles_m_, tiles_n_, c_.bm, c_.bn, c_.group);
+    s += "//   epilogue: " + epilogue_.describe() + "\n";
+    return s;
+  }
+
+  // acc += A B for one m64 x bn x k16 slice: A and B from shared memory (descriptors),
+  // the accumulators in bn / 2 registers a thread.
+  std::string product_function() const {
+    const int regs = c_.bn / 2;
+    const char* t = k_.gemm.operand_dtype == DType::bf16 ? "bf16" : "f16";
+    std::vector<std::string> dregs, outs;
+    for (int i = 0; i < regs; ++i) {
+      dregs.push_back(fmt::format("%{}", i));
+      outs.push_back(fmt::format("\"+f\"(acc[{}])", i));
+    }
+    std::string s = fmt::format(
+        "// acc (+)= A B on the Tensor Cores of the warpgroup: a 64 x 16 slice of A against a 16 x {} slice of B\n"
+        "// (transpose bits: A {}, B {}); `accumulate` 0 starts the sums from zero.\n",
+        c_.bn, a_.k_contiguous() ? "K-major" : "M-major", b_.k_contiguous() ? "K-major" : "N-major");
+    s += fmt::format("static __device__ __forceinline__ void {}_product(float (&acc)[{}], unsigned long long a, "
+                     "unsigned long long b, int accumulate) {{\n",
+                     k_.name, regs);
+    s += fmt::format("  asm volatile(\"{{ .reg .pred p; setp.ne.b32 p, %{}, 0;\\n\"\n", regs + 2);
+    s += fmt::format("               \"wgmma.mma_async.sync.aligned.m64n{}k16.f32.{}.{} {{{}}}, %{}, %{}, p, 1, 1, {}, "
+                     "{};\\n}}\"\n",
+                     c_.bn, t, t, fmt::join(dregs, ", "), regs, regs + 1, a_.k_contiguous() ? 0 : 1,
+                     b_.k_contiguous() ? 0 : 1);
+    s += fmt::format("               : {}\n", fmt::join(outs, ", "));
+    s += "               : \"l\"(a), \"l\"(b), \"r\"(accumulate) : \"memory\");\n}\n";
+    return s;
+  }
+
+  std::string signature() const {
+    std::vector<std::string> params;
+    for (size_t i = 0; i < k_.args.size(); ++i) {
+      const ir::KernelArg& a = k_.args[i];
+      params.push_back(fmt::format("{}{}* __restrict__ {}", a.is_output ? "" : "const ", storage_type(a.type.dtype),
+                                   params_[i]));
+    }
+    params.push_back("const __grid_constant__ kiln_tensor_map map_a");
+    params.push_back("const __grid_constant__ kiln_tensor_map map_b");
+    return fmt::format("extern \"C\" __global__ void __launch_bounds__({}, 1) {}({}) {{\n", ir::gemm_threads(c_),
+                       k_.name, fmt::join(params, ", "));
+  }
+
+  std::string setup() const {
+    std::string s = "  extern __shared__ __align__(1024) unsigned char kiln_smem[];\n";
+    s += "  // Stages start 1024-byte aligned (the 128-byte swizzle repeats every 8 rows); the barriers follow them.\n";
+    s += "  const unsigned smem = ((unsigned)__cvta_generic_to_shared(kiln_smem) + 1023u) & ~1023u;\n";
+    s += fmt::format("  const unsigned full = smem + {}u, empty = full + {}u;  // one 8-byte mbarrier a stage each\n",
+                     c_.stages * stage_bytes_, 8 * c_.stages);
+    s += "  if (threadIdx.x == 0) {\n";
+    s += fmt::format("    for (int s = 0; s < {}; ++s) {{\n", c_.stages);
+    s += "      kiln_mbarrier_init(full + 8u * s, 1u);  // the producer's arrival, then the bytes\n";
+    s += fmt::format("      kiln_mbarrier_init(empty + 8u * s, {}u);  // one arrival per consumer warp\n", 4 * consumers_);
+    s += "    }\n    kiln_mbarrier_init_fence();\n  }\n  __syncthreads();\n";
+    s += "  const int warpgroup = (int)threadIdx.x / " + std::to_string(kWarpgroup) + ";\n";
+    return s;
+  }
+
+  // The tile coordinates of tile `tile` (batch, m0, n0) at indent `in`.
+  std::string tile_coordinates(const std::string& in) const {
+    const int64_t per_matrix = tiles_m_ * tiles_n_, group_tiles = int64_t{c_.group} * tiles_n_;
+    std::string s = fmt::format("{}const unsigned batch = (unsigned)(tile / {});\n", in, per_matrix);
+    s += fmt::format("{}const int t = (int)(tile % {});\n", in, per_matrix);
+    s += fmt::format("{}const int group_first = t / {} * {};\n", in, group_tiles, c_.group);
+    s += fmt::format("{}const int group_rows = min({} - group_first, {});\n", in, tiles_m_, c_.group);
+    s += fmt::format("{}const int m0 = (group_first + t % {} % group_rows) * {};\n", in, group_tiles, c_.bm);
+    s += fmt::format("{}const int n0 = (t % {} / group_rows) * {};\n", in, group_tiles, c_.bn);
+    return s;
+  }
+
+  std::string tile_loop(const std::string& in) const {
+    return fmt::format("{}for (long long tile = blockIdx.x; tile < {}ll; tile += gridDim.x) {{\n", in, total_tiles());
+  }
+
+  std::string producer() const {
+    std::string s = "  if (warpgroup == 0) {  // the producer\n";
+    s += fmt::format("    kiln_registers_release<{}>();\n", kProducerRegisters);
+    s += "    if (threadIdx.x != 0) return;\n";
+    s += "    int stage = 0;\n    unsigned phase = 0;\n";
+    s += tile_loop("    ");
+    s += tile_coordinates("      ");
+    s += "      (void)batch;\n";
+    s += fmt::format("      for (int step = 0; step < {}; ++step) {{\n", k_steps_);
+    const std::string in = "        ";
+    s += in + "kiln_mbarrier_wait(empty + 8u * stage, phase ^ 1u);  // the consumers are done with it\n";
+    s += in + "const unsigned at = smem + stage * " + std::to_string(stage_bytes_) + "u, bar = full + 8u * stage;\n";
+    s += in + fmt::format("kiln_mbarrier_expect_bytes(bar, {}u);\n", stage_bytes_);
+    s += in + "const int k0 = step * " + std::to_string(c_.bk) + ";\n";
+    s += a_.issue(in, "map_a", "at", "m0", "k0", "bar");
+    s += b_.issue(in, "map_b", "at + " + std::to_string(a_.tile_bytes()) + "u", "n0", "k0", "bar");
+    s += fmt::format("{}if (++stage == {}) {{\n{}  stage = 0;\n{}  phase ^= 1u;\n{}}}\n", in, c_.stages, in, in, in);
+    s += "      }\n    }\n    return;\n  }\n";
+    return s;
+  }
+
+  int consumer_registers() const {
+    const int free = (65536 - kProducerRegisters * kWarpgroup) / (kWarpgroup * consumers_);
+    return std::min(kMaxRegisters, free / 8 * 8);
+  }
+
+  std::string consumer() const {
+    const int regs = c_.bn / 2;
+    std::string s = "  // A consumer: rows [consumer * " + std::to_string(rows_) + ", +" + std::to_string(rows_) +
+                    ") of each tile.\n";
+    s += fmt::format("  kiln_registers_claim<{}>();\n", consumer_registers());
+    s += "  const int consumer = warpgroup - 1;\n";
+    s += "  const int warp = (int)threadIdx.x / 32 % 4, lane = (int)threadIdx.x % 32;\n";
+    s += fmt::format("  float acc[{}][{}];\n", frags_, regs);
+    s += "  int stage = 0;\n  unsigned phase = 0;\n";
+    s += tile_loop("  ");
+    s += tile_coordinates("    ");
+    s += fmt::format("    int previous = -1;  // the stage whose products may still run\n");
+    s += fmt::format("    for (int step = 0; step < {}; ++step) {{\n", k_steps_);
+    const std::string in = "      ";
+    s += in + "kiln_mbarrier_wait(full + 8u * stage, phase);  // its tiles have landed\n";
+    s += in + "const unsigned at = smem + stage * " + std::to_string(stage_bytes_) + "u;\n";
+    s += in + "kiln_wgmma_fence();\n";
+    s += fmt::format("#pragma unroll\n{}for (int kk = 0; kk < {}; ++kk) {{\n", in, c_.bk / kSliceK);
+    s += fmt::format("{}  const unsigned long long b = {};\n", in,
+                     b_.descriptor("at + " + std::to_string(a_.tile_bytes()) + "u", 0, "kk"));
+    // Consumer c's rows start c * rows tile rows in (K-major: rows of 128 bytes; MN-major:
+    // boxes of 64 rows, bk rows of 128 bytes each: the same bytes a row).
+    const std::string a_tile = fmt::format("at + (unsigned)consumer * {}u", rows_ * 128);
+    for (int f = 0; f < frags_; ++f)
+      s += fmt::format("{}  {}_product(acc[{}], {}, b, step > 0 || kk > 0);\n", in, k_.name, f,
+                       a_.descriptor(a_tile, f * 64, "kk"));
+    s += in + "}\n";
+    s += in + "kiln_wgmma_commit();\n";
+    s += in + "kiln_wgmma_wait<1>();  // the step before has finished: its stage is free\n";
+    s += in + "if (previous >= 0 && lane == 0) kiln_mbarrier_arrive(empty + 8u * previous);\n";
+    s += in + "previous = stage;\n";
+    s += fmt::format("{}if (++stage == {}) {{\n{}  stage = 0;\n{}  phase ^= 1u;\n{}}}\n", in, c_.stages, in, in, in);
+    s += "    }\n";
+    s += "    kiln_wgmma_wait<0>();\n";
+    s += "    if (lane == 0) kiln_mbarrier_arrive(empty + 8u * previous);\n";
+    s += epilogue();
+    s += "  }\n";
+    return s;
+  }
+
+  // Thread l of warp w holds, for each 8-column group j of an m64 product, rows
+  // 16 w + l / 4 and that + 8, columns 8 j + 2 (l % 4) and the next.
+  std::string epilogue() const {
+    std::string s = "    // The epilogue on the accumulators, two columns at a time.\n";
+    s += fmt::format("#pragma unroll\n    for (int f = 0; f < {}; ++f) {{\n", frags_);
+    s += fmt::format("      const int row = m0 + consumer * {} + f * 64 + warp * 16 + lane / 4;\n", rows_);
+    s += fmt::format("#pragma unroll\n      for (int j = 0; j < {}; ++j) {{\n", c_.bn / 8);
+    s += "        const int col = n0 + j * 8 + (lane % 4) * 2;\n";
+    s += "        const float top[2] = {acc[f][4 * j], acc[f][4 * j + 1]};\n";
+    s += "        const float bottom[2] = {acc[f][4 * j + 2], acc[f][4 * j + 3]};\n";
+    s += "        " + epilogue_.call("row", "col", "top");
+    s += "        " + epilogue_.call("row + 8", "col", "bottom");
+    s += "      }\n    }\n";
+    return s;
+  }
+
+  const ir::Kernel& k_;
+  const ir::TileConfig& c_;
+  std::vector<std::string> params_;
+  GemmEpilogue epilogue_;
+  TmaOperand a_, b_;
+  int consumers_ = 1, rows_ = 64, frags_ = 1;
+  int64_t tiles_m_ = 0, tiles_n_ = 0, k_steps_ = 0;
+  int stage_bytes_ = 0;
+};
+
+}  // namespace
+
+LaunchDims gemm_wgmma_launch_dims(const ir::Kernel& k) {
+  const ir::TileConfig& c = k.config;
+  LaunchDims d;
+  const int64_t tiles = ceil_div(k.gemm.m, c.bm) * ceil_div(k.gemm.n, c.bn) * ir::gemm_batch_count(k.gemm);
+  d.grid[0] = static_cast<unsigned>(std::min<int64_t>(tiles, ir::kTargetSMs));
+  d.block[0] = static_cast<unsigned>(ir::gemm_threads(c));
+  d.shared_bytes = static_cast<unsigned>(ir::gemm_shared_bytes(k, c));
+  d.tensor_maps = {TmaOperand(k, true, c.bm, c.bk).spec(), TmaOperand(k, false, c.bn, c.bk).spec()};
+  return d;
+}
+
+std::string emit_gemm_wgmma(const ir::Kernel& k) { return WgmmaEmitter(k).emit(); }
+
+}  // namespace kiln::codegen

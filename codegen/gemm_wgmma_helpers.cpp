@@ -1,0 +1,107 @@
+// The device helpers of the wgmma gemm kernels (sm_90a): mbarriers, the copy engine's
+// tensor loads, register reallocation between warpgroups and the wgmma fences and
+// descriptors. Each wraps one or two PTX instructions; a kernel's prelude holds only
+// those it calls. The products themselves (one asm statement with as many accumulator
+// registers as the tile is wide) are written per kernel by the wgmma emitter.
+#include <fmt/format.h>
+
+#include <iterator>
+
+#include "codegen/gemm_helpers.h"
+#include "codegen/scalar_emit.h"
+
+namespace kiln::codegen {
+
+namespace {
+
+// A tensor load of rank R: box coordinates innermost first, completing on `bar`.
+std::string tma_load(int rank) {
+  std::string params, coords, operands;
+  for (int d = 0; d < rank; ++d) {
+    params += fmt::format(", int c{}", d);
+    coords += fmt::format("{}%{}", d ? ", " : "", d + 3);
+    operands += fmt::format(", \"r\"(c{})", d);
+  }
+  return fmt::format(
+      "static __device__ __forceinline__ void kiln_tma_load_{}d(unsigned dst, const void* map, unsigned bar{}) {{\n"
+      "  asm volatile(\"cp.async.bulk.tensor.{}d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {{{}}}], "
+      "[%2];\"\n"
+      "               :: \"r\"(dst), \"l\"(map), \"r\"(bar){} : \"memory\");\n}}\n",
+      rank, params, rank, coords, operands);
+}
+
+const DeviceHelper* helpers(size_t& count) {
+  static const std::string loads[] = {tma_load(2), tma_load(3), tma_load(4), tma_load(5)};
+  static const DeviceHelper table[] = {
+      // An mbarrier that completes a phase once `count` threads have arrived (and, for
+      // the copy engine's barriers, once the bytes they expect have landed).
+      {"kiln_mbarrier_init",
+       "static __device__ __forceinline__ void kiln_mbarrier_init(unsigned bar, unsigned count) {\n"
+       "  asm volatile(\"mbarrier.init.shared::cta.b64 [%0], %1;\" :: \"r\"(bar), \"r\"(count) : \"memory\");\n}\n"},
+      // Makes the initialised barriers visible to the copy engine.
+      {"kiln_mbarrier_init_fence",
+       "static __device__ __forceinline__ void kiln_mbarrier_init_fence() {\n"
+       "  asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\");\n}\n"},
+      // Waits until the phase of parity `parity` has completed (a fresh barrier counts
+      // its phase before the first as completed: parity 1 passes at once).
+      {"kiln_mbarrier_wait",
+       "static __device__ __forceinline__ void kiln_mbarrier_wait(unsigned bar, unsigned parity) {\n"
+       "  unsigned done = 0;\n"
+       "  do {\n"
+       "    asm volatile(\"{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, "
+       "p; }\"\n"
+       "                 : \"=r\"(done) : \"r\"(bar), \"r\"(parity) : \"memory\");\n"
+       "  } while (!done);\n}\n"},
+      {"kiln_mbarrier_arrive",
+       "static __device__ __forceinline__ void kiln_mbarrier_arrive(unsigned bar) {\n"
+       "  asm volatile(\"mbarrier.arrive.shared::cta.b64 _, [%0];\" :: \"r\"(bar) : \"memory\");\n}\n"},
+      // Arrives and tells the barrier to wait for `bytes` more bytes of tensor loads.
+      {"kiln_mbarrier_expect_bytes",
+       "static __device__ __forceinline__ void kiln_mbarrier_expect_bytes(unsigned bar, unsigned bytes) {\n"
+       "  asm volatile(\"mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\" :: \"r\"(bar), \"r\"(bytes) : "
+       "\"memory\");\n}\n"},
+      {"kiln_tma_load_2d", loads[0].c_str()},
+      {"kiln_tma_load_3d", loads[1].c_str()},
+      {"kiln_tma_load_4d", loads[2].c_str()},
+      {"kiln_tma_load_5d", loads[3].c_str()},
+      // Registers move between warpgroups: the producer gives most of its own back, the
+      // consumers take them for their accumulators.
+      {"kiln_registers_release",
+       "template <int N> static __device__ __forceinline__ void kiln_registers_release() {\n"
+       "  asm volatile(\"setmaxnreg.dec.sync.aligned.u32 %0;\" :: \"n\"(N));\n}\n"},
+      {"kiln_registers_claim",
+       "template <int N> static __device__ __forceinline__ void kiln_registers_claim() {\n"
+       "  asm volatile(\"setmaxnreg.inc.sync.aligned.u32 %0;\" :: \"n\"(N));\n}\n"},
+      // Orders the accumulator registers' earlier accesses before the wgmma that follows.
+      {"kiln_wgmma_fence",
+       "static __device__ __forceinline__ void kiln_wgmma_fence() {\n"
+       "  asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");\n}\n"},
+      // Closes the group of wgmma products issued since the last commit.
+      {"kiln_wgmma_commit",
+       "static __device__ __forceinline__ void kiln_wgmma_commit() {\n"
+       "  asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\");\n}\n"},
+      // Waits until at most N committed groups are still running.
+      {"kiln_wgmma_wait",
+       "template <int N> static __device__ __forceinline__ void kiln_wgmma_wait() {\n"
+       "  asm volatile(\"wgmma.wait_group.sync.aligned %0;\" :: \"n\"(N) : \"memory\");\n}\n"},
+      // A shared-memory matrix descriptor with the 128-byte swizzle: the start address,
+      // the leading and stride byte offsets, each in units of 16 bytes.
+      {"kiln_wgmma_desc",
+       "static __device__ __forceinline__ unsigned long long kiln_wgmma_desc(unsigned addr, unsigned leading, "
+       "unsigned stride) {\n"
+       "  return (unsigned long long)((addr & 0x3FFFFu) >> 4) | (unsigned long long)(leading >> 4) << 16 |\n"
+       "         (unsigned long long)(stride >> 4) << 32 | 1ull << 62;\n}\n"},
+  };
+  count = std::size(table);
+  return table;
+}
+
+}  // namespace
+
+std::string gemm_wgmma_helper_definitions(const std::string& code) {
+  size_t count = 0;
+  const DeviceHelper* table = helpers(count);
+  return called_helpers(code, table, count);
+}
+
+}  // namespace kiln::codegen

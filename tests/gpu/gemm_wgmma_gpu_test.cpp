@@ -1,0 +1,78 @@
+// The wgmma schedule on the GPU: every wgmma candidate of products with tails in M, N
+// and K (aligned rows, so that TMA loads them) in all four transposes, batched products
+// with a broadcast weight, fused epilogues with several outputs, and a large product
+// on its default config, each against the reference.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "frontend/kiln.h"
+#include "gemm_test_util.h"
+#include "gpu_test_util.h"
+#include "ir/compare.h"
+#include "ir/interpreter.h"
+#include "ir/printer.h"
+#include "runtime/program.h"
+
+namespace kiln {
+namespace {
+
+int wgmma_trials(const runtime::TuneResult& r) {
+  return static_cast<int>(std::count_if(r.trials.begin(), r.trials.end(), [](const runtime::Trial& t) {
+    return t.config.schedule == ir::kWgmma && t.status == runtime::TrialStatus::Ok;
+  }));
+}
+
+kiln::Graph product(DType dt, int64_t m, int64_t n, int64_t k, bool ta, bool tb) {
+  kiln::Graph g("gemm");
+  auto a = g.input("a", dt, ta ? Shape{k, m} : Shape{m, k});
+  auto b = g.input("b", dt, tb ? Shape{n, k} : Shape{k, n});
+  g.output(kiln::matmul(a, b, ta, tb).name("c"));
+  return g;
+}
+
+TEST(GemmWgmmaGpu, EveryCandidateWithTailsInEveryTranspose) {
+  KILN_REQUIRE_GPU();
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      SCOPED_TRACE(fmt::format("transpose_a {} transpose_b {}", ta, tb));
+      // 200 rows (a partial 128-row tile), 328 columns (partial 256 and 64 boxes), K of
+      // 136 (two full 64-deep steps and a tail of 8).
+      const runtime::TuneResult r = gpu_test::every_candidate_passes(product(DType::f16, 200, 328, 136, ta, tb).ir());
+      EXPECT_GE(wgmma_trials(r), 12);
+    }
+}
+
+TEST(GemmWgmmaGpu, Bf16BatchedWithABroadcastWeight) {
+  KILN_REQUIRE_GPU();
+  kiln::Graph g("batched");
+  auto x = g.input("x", DType::bf16, {3, 2, 136, 192});
+  auto w = g.input("w", DType::bf16, {192, 264});
+  g.output(kiln::matmul(x, w).name("y"));
+  EXPECT_GE(wgmma_trials(gpu_test::every_candidate_passes(g.ir())), 12);
+}
+
+TEST(GemmWgmmaGpu, FusedEpilogueWithSeveralOutputsOnTheDefaultConfig) {
+  KILN_REQUIRE_GPU();
+  kiln::Graph g("mlp");
+  auto x = g.input("x", DType::f16, {2048, 1024});
+  auto w = g.input("w", DType::f16, {4096, 1024});
+  auto bias = g.input("bias", DType::f16, {4096});
+  auto h = (kiln::matmul(x, w, false, true) + bias).name("h");
+  g.output(kiln::gelu(h, "tanh").name("y"));
+  g.output(h);
+  runtime::Program p = runtime::Program::compile(g.ir());
+  ASSERT_EQ(p.plan().kernels.size(), 1u);
+  ASSERT_EQ(p.plan().kernels[0].config.schedule, ir::kWgmma) << ir::print(p.plan().kernels[0]);
+  std::vector<HostTensor> inputs = ir::random_inputs(g.ir(), 5);
+  std::vector<HostTensor> want = ir::evaluate(g.ir(), inputs);
+  std::vector<HostTensor> got = p.run(inputs);
+  ASSERT_EQ(got.size(), 2u);
+  for (size_t i = 0; i < got.size(); ++i) {
+    Comparison c = compare(got[i], want[i], rel_l2_bound_for(*g.ir().outputs()[i]));
+    EXPECT_TRUE(c.passed) << "output " << i << ": " << c.str();
+  }
+}
+
+}  // namespace
+}  // namespace kiln

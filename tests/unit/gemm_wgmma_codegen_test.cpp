@@ -1,0 +1,161 @@
+// The wgmma schedule without a GPU: where the heuristic picks it, its rules' errors,
+// its tensor maps, and generated kernels that compile through NVRTC for sm_90a with no
+// warning (ptxas says when a wgmma pipeline crosses a function call and is serialised,
+// or when setmaxnreg is ignored), no spill, and the producer / consumer structure.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <regex>
+#include <string>
+
+#include "codegen/emit.h"
+#include "codegen_test_util.h"
+#include "frontend/kiln.h"
+#include "ir/error.h"
+#include "ir/tile_config.h"
+#include "passes/lower.h"
+#include "passes/pass_manager.h"
+#include "runtime/nvrtc.h"
+
+namespace kiln {
+namespace {
+
+using test::contains;
+
+ir::Kernel lowered(const kiln::Graph& g) {
+  ir::Graph ir = g.ir().clone();
+  passes::PassManager("fuse", {}).run(ir);
+  passes::Plan p = passes::lower(ir);
+  EXPECT_EQ(p.kernels.size(), 1u);
+  return p.kernels.at(0);
+}
+
+ir::Kernel product(DType dt, int64_t m, int64_t n, int64_t k, bool ta = false, bool tb = false, bool gelu = false) {
+  kiln::Graph g("g");
+  auto a = g.input("a", dt, ta ? Shape{k, m} : Shape{m, k});
+  auto b = g.input("b", dt, tb ? Shape{n, k} : Shape{k, n});
+  auto y = kiln::matmul(a, b, ta, tb);
+  if (gelu) y = kiln::gelu(y + g.input("bias", dt, {n}), "tanh");
+  g.output(y);
+  return lowered(g);
+}
+
+// Compiles through NVRTC for sm_90a with ptxas's report; returns the log.
+std::string compile_log(const ir::Kernel& k) {
+  const ir::TargetScope target("sm_90a");
+  runtime::CompileResult r =
+      runtime::compile_cuda(codegen::emit_cuda(k), k.name, runtime::CompileOptions{"sm_90a", {"--ptxas-options=-v"}});
+  EXPECT_FALSE(r.cubin.empty());
+  return r.log;
+}
+
+int spill_bytes(const std::string& log) {
+  std::smatch m;
+  return std::regex_search(log, m, std::regex("([0-9]+) bytes spill stores")) ? std::stoi(m[1]) : -1;
+}
+
+TEST(GemmWgmma, TheHeuristicPicksItForLargeAlignedProducts) {
+  for (DType dt : {DType::f16, DType::bf16})
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        const ir::Kernel k = product(dt, 4096, 4096, 4096, ta, tb);
+        EXPECT_EQ(k.config.schedule, ir::kWgmma) << k.config.str();
+        EXPECT_EQ(k.config.bm, 128);
+        EXPECT_EQ(k.config.bn, 256);
+      }
+  // Rows that are not multiples of 16 bytes cannot load through TMA; a narrow product
+  // does not fill the GPU with 128-row tiles; f32 has no wgmma here; sm_80 has none.
+  EXPECT_EQ(product(DType::f16, 4093, 4099, 4097).config.schedule, ir::kMmaSync);
+  EXPECT_EQ(product(DType::f16, 16, 8192, 8192).config.schedule, ir::kMmaSync);
+  EXPECT_EQ(product(DType::f32, 4096, 4096, 4096).config.schedule, ir::kSimt);
+  const ir::TargetScope ampere("sm_80");
+  EXPECT_EQ(product(DType::f16, 4096, 4096, 4096).config.schedule, ir::kMmaSync);
+}
+
+TEST(GemmWgmma, IllegalConfigsSayWhichRule) {
+  const ir::Kernel k = product(DType::f16, 4096, 4096, 4096);
+  auto error = [&](ir::TileConfig c) {
+    try {
+      ir::validate(k, c);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  ir::TileConfig c = k.config;
+  c.bn = 96;
+  EXPECT_TRUE(contains(error(c), "bn must be 64, 128, 192 or 256")) << error(c);
+  c = k.config;
+  c.stages = 6;
+  EXPECT_TRUE(contains(error(c), "bytes of shared memory")) << error(c);
+  c = k.config;
+  c.warps_m = 1;
+  EXPECT_TRUE(contains(error(c), "more than 64 x 256 accumulators")) << error(c);
+  const ir::Kernel odd = product(DType::f16, 4093, 4099, 4097);
+  c = k.config;
+  try {
+    ir::validate(odd, c);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_TRUE(contains(e.what(), "cannot load through TMA")) << e.what();
+  }
+}
+
+TEST(GemmWgmma, TensorMapsFollowTheOperandsLayouts) {
+  // A row-major (K contiguous): one box of 64 K x 128 rows; B row-major (N contiguous):
+  // boxes of 64 N x 64 K.
+  codegen::LaunchDims d = codegen::launch_dims(product(DType::f16, 4096, 2048, 1024));
+  ASSERT_EQ(d.tensor_maps.size(), 2u);
+  const codegen::TensorMapSpec& a = d.tensor_maps[0];
+  const codegen::TensorMapSpec& b = d.tensor_maps[1];
+  EXPECT_EQ(a.rank, 2);
+  EXPECT_EQ(a.dims[0], 1024u);
+  EXPECT_EQ(a.dims[1], 4096u);
+  EXPECT_EQ(a.strides[0], 2048u);
+  EXPECT_EQ(a.box[0], 64u);
+  EXPECT_EQ(a.box[1], 128u);
+  EXPECT_EQ(b.dims[0], 2048u);
+  EXPECT_EQ(b.dims[1], 1024u);
+  EXPECT_EQ(b.box[1], 64u);
+  EXPECT_EQ(d.grid[0], static_cast<unsigned>(ir::kTargetSMs));  // persistent
+  EXPECT_EQ(d.block[0], 384u);
+  // A weight shared by every batch entry keeps rank 2; a batched A gains a dim.
+  kiln::Graph g("g");
+  auto x = g.input("x", DType::bf16, {6, 1024, 256});
+  auto w = g.input("w", DType::bf16, {256, 1024});
+  g.output(kiln::matmul(x, w));
+  d = codegen::launch_dims(lowered(g));
+  ASSERT_EQ(d.tensor_maps.size(), 2u);
+  EXPECT_EQ(d.tensor_maps[0].rank, 3);
+  EXPECT_EQ(d.tensor_maps[0].dims[2], 6u);
+  EXPECT_EQ(d.tensor_maps[0].strides[1], 1024u * 256u * 2u);
+  EXPECT_EQ(d.tensor_maps[1].rank, 2);
+}
+
+TEST(GemmWgmma, DefaultsCompileWithoutWarningOrSpillInEveryTranspose) {
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      SCOPED_TRACE(fmt::format("transpose_a {} transpose_b {}", ta, tb));
+      const ir::Kernel k = product(DType::bf16, 4096, 4096, 4096, ta, tb, /*gelu=*/true);
+      const std::string log = compile_log(k);
+      EXPECT_FALSE(contains(log, "warning")) << log;
+      EXPECT_EQ(spill_bytes(log), 0) << log;
+    }
+  // Every candidate compiles too (GemmCodegen.EveryCandidateOfALargeProductCompilesWithoutSpills
+  // compiles them all, with the same checks); a dozen or more of them are wgmma configs.
+  const std::vector<ir::TileConfig> all = ir::candidates(product(DType::f16, 4096, 4096, 4096));
+  EXPECT_GE(std::count_if(all.begin(), all.end(), [](const ir::TileConfig& c) { return c.schedule == ir::kWgmma; }),
+            12);
+}
+
+TEST(GemmWgmma, TheSourceReadsAsAWarpSpecialisedGemm) {
+  const std::string cuda = codegen::emit_cuda(product(DType::f16, 4096, 4096, 4096, false, false, true));
+  for (const char* part : {"a producer warpgroup, 2 consumer warpgroups", "wgmma.mma_async.sync.aligned.m64n256k16",
+                           "kiln_tma_load_2d(", "kiln_mbarrier_expect_bytes(", "kiln_registers_release<40>",
+                           "kiln_registers_claim<232>", "const __grid_constant__ kiln_tensor_map map_a",
+                           "kiln_wgmma_wait<1>", "k0_epilogue(", "groups of 8 tile rows"})
+    EXPECT_TRUE(contains(cuda, part)) << part << "\n" << cuda;
+}
+
+}  // namespace
+}  // namespace kiln
