@@ -9,11 +9,16 @@
 //     memory, keeps one K step of products in flight, frees the stage the step before
 //     used, and after the last K step runs the fused epilogue on its accumulators in
 //     registers, while the producer already loads the next tile's first stages.
+//     Consumers either split each tile along M (warps_m of them) or take the block's
+//     tiles in turns (warps_n = 2, ping-pong: one's epilogue overlaps the other's
+//     products, since the stages fill in tile order).
 //
 // Tiles go in groups of `group` tile rows, column by column within a group, so that
 // the tiles running at once share rows of A and columns of B in L2; block b takes
 // tiles b, b + grid, b + 2 grid, ...
 #include <fmt/format.h>
+
+#include <functional>
 
 #include "codegen/gemm_emitter.h"
 #include "codegen/gemm_epilogue.h"
@@ -40,17 +45,19 @@ public:
   explicit WgmmaEmitter(const ir::Kernel& k)
       : k_(k), c_(k.config), params_(param_names(k)), epilogue_(k, params_, kVec), a_(k, true, c_.bm, c_.bk),
         b_(k, false, c_.bn, c_.bk) {
-    consumers_ = c_.warps_m;
-    rows_ = c_.bm / consumers_;
+    consumers_ = c_.warps_m * c_.warps_n;
+    rows_ = c_.bm / c_.warps_m;
     frags_ = rows_ / 64;
     tiles_m_ = ceil_div(k.gemm.m, c_.bm);
     tiles_n_ = ceil_div(k.gemm.n, c_.bn);
     k_steps_ = ceil_div(k.gemm.k, c_.bk);
+    split_ = std::max(1, c_.split_k);
+    slice_steps_ = ceil_div(k_steps_, split_);
     stage_bytes_ = a_.tile_bytes() + b_.tile_bytes();
   }
 
   std::string emit() const {
-    return header() + "#ifndef KILN_TENSOR_MAP\n#define KILN_TENSOR_MAP\n"
+    return header() + scratch() + "#ifndef KILN_TENSOR_MAP\n#define KILN_TENSOR_MAP\n"
            "// A tensor map as the driver encodes it (opaque, 128 bytes, 64-byte aligned).\n"
            "struct __align__(64) kiln_tensor_map { unsigned long long words[16]; };\n#endif\n" +
            epilogue_.functions() + product_function() + signature() + setup() + producer() + consumer() + "}\n";
@@ -58,6 +65,9 @@ public:
 
 private:
   int64_t total_tiles() const { return tiles_m_ * tiles_n_ * ir::gemm_batch_count(k_.gemm); }
+  // A unit of work is one tile's K slice (the whole of K without a split).
+  int64_t total_units() const { return total_tiles() * split_; }
+  std::string scratch_name(const char* what) const { return fmt::format("kiln_{}_{}", k_.name, what); }
 
   std::string header() const {
     const ir::GemmCore& g = k_.gemm;
@@ -71,11 +81,14 @@ private:
     s += fmt::format("//   {} persistent blocks of {} threads (a producer warpgroup, {} consumer warpgroups), {} bytes "
                      "of shared memory ({} stages of {} bytes)\n",
                      d.grid[0], d.block[0], consumers_, d.shared_bytes, c_.stages, stage_bytes_);
-    s += fmt::format("//   each consumer: {} x {} of the tile as {} wgmma m64n{}k16 products a 16-deep slice of K\n",
-                     rows_, c_.bn, frags_, c_.bn);
+    s += fmt::format("//   each consumer: {} x {} of {} as {} wgmma m64n{}k16 products a 16-deep slice of K\n",
+                     rows_, c_.bn, c_.warps_n > 1 ? "every other tile (ping-pong)" : "each tile", frags_, c_.bn);
     s += "//   " + a_.describe() + "\n//   " + b_.describe() + "\n";
     s += fmt::format("//   {} output tiles ({} x {} a matrix) of {} x {}, walked in groups of {} tile rows\n",
                      total_tiles(), tiles_m_, tiles_n_, c_.bm, c_.bn, c_.group);
+    if (split_ > 1)
+      s += fmt::format("//   K in {} slices of {} steps; each tile's last slice sums the fp32 partials in slice order\n",
+                       split_, slice_steps_);
     s += "//   epilogue: " + epilogue_.describe() + "\n";
     return s;
   }
@@ -129,16 +142,28 @@ private:
     s += "  if (threadIdx.x == 0) {\n";
     s += fmt::format("    for (int s = 0; s < {}; ++s) {{\n", c_.stages);
     s += "      kiln_mbarrier_init(full + 8u * s, 1u);  // the producer's arrival, then the bytes\n";
-    s += fmt::format("      kiln_mbarrier_init(empty + 8u * s, {}u);  // one arrival per consumer warp\n", 4 * consumers_);
+    s += fmt::format("      kiln_mbarrier_init(empty + 8u * s, {}u);  // one arrival per warp of the consumers of a tile\n",
+                     4 * c_.warps_m);
     s += "    }\n    kiln_mbarrier_init_fence();\n  }\n  __syncthreads();\n";
     s += "  const int warpgroup = (int)threadIdx.x / " + std::to_string(kWarpgroup) + ";\n";
     return s;
   }
 
-  // The tile coordinates of tile `tile` (batch, m0, n0) at indent `in`.
+  // The coordinates of work unit `unit`: its tile (batch, m0, n0), its K slice and the
+  // slice's K steps [first_step, first_step + steps).
   std::string tile_coordinates(const std::string& in) const {
     const int64_t per_matrix = tiles_m_ * tiles_n_, group_tiles = int64_t{c_.group} * tiles_n_;
-    std::string s = fmt::format("{}const unsigned batch = (unsigned)(tile / {});\n", in, per_matrix);
+    std::string s;
+    if (split_ > 1) {
+      s += fmt::format("{}const long long tile = unit / {};\n", in, split_);
+      s += fmt::format("{}const int slice = (int)(unit % {});\n", in, split_);
+      s += fmt::format("{}const int first_step = slice * {};\n", in, slice_steps_);
+      s += fmt::format("{}const int steps = min({}, {} - first_step);\n", in, slice_steps_, k_steps_);
+    } else {
+      s += in + "const long long tile = unit;\n";
+      s += fmt::format("{}[[maybe_unused]] constexpr int first_step = 0, steps = {};\n", in, k_steps_);
+    }
+    s += fmt::format("{}const unsigned batch = (unsigned)(tile / {});\n", in, per_matrix);
     s += fmt::format("{}const int t = (int)(tile % {});\n", in, per_matrix);
     s += fmt::format("{}const int group_first = t / {} * {};\n", in, group_tiles, c_.group);
     s += fmt::format("{}const int group_rows = min({} - group_first, {});\n", in, tiles_m_, c_.group);
@@ -148,7 +173,7 @@ private:
   }
 
   std::string tile_loop(const std::string& in) const {
-    return fmt::format("{}for (long long tile = blockIdx.x; tile < {}ll; tile += gridDim.x) {{\n", in, total_tiles());
+    return fmt::format("{}for (long long unit = blockIdx.x; unit < {}ll; unit += gridDim.x) {{\n", in, total_units());
   }
 
   std::string producer() const {
@@ -159,7 +184,7 @@ private:
     s += tile_loop("    ");
     s += tile_coordinates("      ");
     s += "      (void)batch;\n";
-    s += fmt::format("      for (int step = 0; step < {}; ++step) {{\n", k_steps_);
+    s += "      for (int step = first_step; step < first_step + steps; ++step) {\n";
     const std::string in = "        ";
     s += in + "kiln_mbarrier_wait(empty + 8u * stage, phase ^ 1u);  // the consumers are done with it\n";
     s += in + "const unsigned at = smem + stage * " + std::to_string(stage_bytes_) + "u, bar = full + 8u * stage;\n";
@@ -179,27 +204,40 @@ private:
 
   std::string consumer() const {
     const int regs = c_.bn / 2;
-    std::string s = "  // A consumer: rows [consumer * " + std::to_string(rows_) + ", +" + std::to_string(rows_) +
-                    ") of each tile.\n";
+    std::string s = fmt::format("  // A consumer: rows [part * {}, +{}) of {}.\n", rows_, rows_,
+                                c_.warps_n > 1 ? "every other tile of the block (the consumers take turns: one's "
+                                                 "epilogue runs while the other multiplies)"
+                                               : "each tile of the block");
     s += fmt::format("  kiln_registers_claim<{}>();\n", consumer_registers());
-    s += "  const int consumer = warpgroup - 1;\n";
+    s += fmt::format("  const int consumer = warpgroup - 1, part = consumer % {}, turn = consumer / {};\n", c_.warps_m,
+                     c_.warps_m);
+    s += "  (void)part;\n  (void)turn;\n";
     s += "  const int warp = (int)threadIdx.x / 32 % 4, lane = (int)threadIdx.x % 32;\n";
     s += fmt::format("  float acc[{}][{}];\n", frags_, regs);
-    s += "  int stage = 0;\n  unsigned phase = 0;\n";
-    s += tile_loop("  ");
+    if (c_.warps_n == 1) s += "  unsigned long long step_of_block = 0;  // K steps of the block's units so far\n";
+    s += fmt::format("  for (long long unit = blockIdx.x + turn * gridDim.x; unit < {}ll; unit += {} * gridDim.x) {{\n",
+                     total_units(), c_.warps_n);
     s += tile_coordinates("    ");
-    s += fmt::format("    int previous = -1;  // the stage whose products may still run\n");
-    s += fmt::format("    for (int step = 0; step < {}; ++step) {{\n", k_steps_);
+    if (c_.warps_n > 1) {  // the units before this one, every one K steps long (no split)
+      s += fmt::format("    // The block's tiles pass through the stages in order, {} K steps each.\n", k_steps_);
+      s += fmt::format("    unsigned long long step_of_block = (unsigned long long)((unit - blockIdx.x) / gridDim.x) * "
+                       "{}ull;\n",
+                       k_steps_);
+    }
+    s += "    int previous = -1;  // the stage whose products may still run\n";
+    s += "    for (int step = 0; step < steps; ++step, ++step_of_block) {\n";
     const std::string in = "      ";
+    s += fmt::format("{}const int stage = (int)(step_of_block % {}u);\n", in, c_.stages);
+    s += fmt::format("{}const unsigned phase = (unsigned)(step_of_block / {}u) & 1u;\n", in, c_.stages);
     s += in + "kiln_mbarrier_wait(full + 8u * stage, phase);  // its tiles have landed\n";
     s += in + "const unsigned at = smem + stage * " + std::to_string(stage_bytes_) + "u;\n";
     s += in + "kiln_wgmma_fence();\n";
     s += fmt::format("#pragma unroll\n{}for (int kk = 0; kk < {}; ++kk) {{\n", in, c_.bk / kSliceK);
     s += fmt::format("{}  const unsigned long long b = {};\n", in,
                      b_.descriptor("at + " + std::to_string(a_.tile_bytes()) + "u", 0, "kk"));
-    // Consumer c's rows start c * rows tile rows in (K-major: rows of 128 bytes; MN-major:
+    // A part's rows start part * rows tile rows in (K-major: rows of 128 bytes; MN-major:
     // boxes of 64 rows, bk rows of 128 bytes each: the same bytes a row).
-    const std::string a_tile = fmt::format("at + (unsigned)consumer * {}u", rows_ * 128);
+    const std::string a_tile = fmt::format("at + (unsigned)part * {}u", rows_ * 128);
     for (int f = 0; f < frags_; ++f)
       s += fmt::format("{}  {}_product(acc[{}], {}, b, step > 0 || kk > 0);\n", in, k_.name, f,
                        a_.descriptor(a_tile, f * 64, "kk"));
@@ -208,28 +246,86 @@ private:
     s += in + "kiln_wgmma_wait<1>();  // the step before has finished: its stage is free\n";
     s += in + "if (previous >= 0 && lane == 0) kiln_mbarrier_arrive(empty + 8u * previous);\n";
     s += in + "previous = stage;\n";
-    s += fmt::format("{}if (++stage == {}) {{\n{}  stage = 0;\n{}  phase ^= 1u;\n{}}}\n", in, c_.stages, in, in, in);
     s += "    }\n";
     s += "    kiln_wgmma_wait<0>();\n";
     s += "    if (lane == 0) kiln_mbarrier_arrive(empty + 8u * previous);\n";
-    s += epilogue();
+    s += split_ > 1 ? split_epilogue() : epilogue();
     s += "  }\n";
     return s;
+  }
+
+  // A thread's accumulators with their positions: `visit(row, col, first)` for each
+  // pair acc[f][first], acc[f][first + 1] at (row, col), col + 1.
+  std::string accumulator_loop(const std::function<std::string(const std::string&, const std::string&,
+                                                               const std::string&)>& visit) const {
+    std::string s = fmt::format("#pragma unroll\n    for (int f = 0; f < {}; ++f) {{\n", frags_);
+    s += fmt::format("      const int row = m0 + part * {} + f * 64 + warp * 16 + lane / 4;\n", rows_);
+    s += fmt::format("#pragma unroll\n      for (int j = 0; j < {}; ++j) {{\n", c_.bn / 8);
+    s += "        const int col = n0 + j * 8 + (lane % 4) * 2;\n";
+    s += visit("row", "col", "4 * j") + visit("row + 8", "col", "4 * j + 2");
+    return s + "      }\n    }\n";
+  }
+
+  // Split K: each unit stores its fp32 partial sums, then takes its tile's ticket; the
+  // tile's last unit adds every slice's partials in slice order (the same bits every
+  // run) and runs the epilogue on them.
+  std::string split_epilogue() const {
+    const int64_t matrix = k_.gemm.m * padded_n(), slice = ir::gemm_batch_count(k_.gemm) * matrix;
+    const int tile_threads = kWarpgroup * c_.warps_m;
+    std::string s = "    // This slice's partial sums, then the tile's ticket.\n";
+    s += fmt::format("    float* partials = {} + (long long)slice * {}ll + (long long)batch * {}ll;\n",
+                     scratch_name("partials"), slice, matrix);
+    s += accumulator_loop([&](const std::string& row, const std::string& col, const std::string& first) {
+      return fmt::format("        if ({} < {} && {} < {}) *reinterpret_cast<float2*>(partials + (long long)({}) * {} + {}) "
+                         "= make_float2(acc[f][{}], acc[f][{} + 1]);\n",
+                         row, k_.gemm.m, col, padded_n(), row, padded_n(), col, first, first);
+    });
+    s += "    __threadfence();  // the partials are visible before the ticket is taken\n";
+    s += fmt::format("    kiln_named_barrier(1, {});\n", tile_threads);
+    s += "    __shared__ int last_slice;\n";
+    s += fmt::format("    if (threadIdx.x == {}) {{\n", kWarpgroup);
+    s += fmt::format("      last_slice = atomicAdd(&{}[tile], 1) == {};\n", scratch_name("tickets"), split_ - 1);
+    s += fmt::format("      if (last_slice) {}[tile] = 0;  // the next launch starts from zero\n", scratch_name("tickets"));
+    s += "    }\n";
+    s += fmt::format("    kiln_named_barrier(1, {});\n", tile_threads);
+    s += "    if (last_slice) {\n      __threadfence();\n";
+    s += fmt::format("      const float* slices = {} + (long long)batch * {}ll;\n", scratch_name("partials"), matrix);
+    s += accumulator_loop([&](const std::string& row, const std::string& col, const std::string&) {
+      std::string b = fmt::format("        {{\n          float sum[2] = {{0.0f, 0.0f}};\n");
+      b += fmt::format("          if ({} < {} && {} < {})\n", row, k_.gemm.m, col, padded_n());
+      b += fmt::format("#pragma unroll\n            for (int z = 0; z < {}; ++z) {{  // in slice order\n", split_);
+      b += fmt::format("              const float2 p = __ldcg(reinterpret_cast<const float2*>(slices + (long long)z * "
+                       "{}ll + (long long)({}) * {} + {}));\n",
+                       slice, row, padded_n(), col);
+      b += "              sum[0] += p.x;\n              sum[1] += p.y;\n            }\n";
+      b += "          " + epilogue_.call(row, col, "sum");
+      return b + "        }\n";
+    });
+    s += "    }\n";
+    s += fmt::format("    kiln_named_barrier(1, {});  // last_slice is read before the next unit writes it\n",
+                     tile_threads);
+    return s;
+  }
+
+  int64_t padded_n() const { return ceil_div(k_.gemm.n, kVec) * kVec; }
+
+  // Module-scope partials ([slice][batch][M][N rounded up to even]) and one ticket per
+  // tile, zero at load; the last unit of a tile resets its ticket.
+  std::string scratch() const {
+    if (split_ <= 1) return "";
+    return fmt::format("__device__ float {}[{}];\n__device__ int {}[{}];\n", scratch_name("partials"),
+                       split_ * ir::gemm_batch_count(k_.gemm) * k_.gemm.m * padded_n(), scratch_name("tickets"),
+                       total_tiles());
   }
 
   // Thread l of warp w holds, for each 8-column group j of an m64 product, rows
   // 16 w + l / 4 and that + 8, columns 8 j + 2 (l % 4) and the next.
   std::string epilogue() const {
     std::string s = "    // The epilogue on the accumulators, two columns at a time.\n";
-    s += fmt::format("#pragma unroll\n    for (int f = 0; f < {}; ++f) {{\n", frags_);
-    s += fmt::format("      const int row = m0 + consumer * {} + f * 64 + warp * 16 + lane / 4;\n", rows_);
-    s += fmt::format("#pragma unroll\n      for (int j = 0; j < {}; ++j) {{\n", c_.bn / 8);
-    s += "        const int col = n0 + j * 8 + (lane % 4) * 2;\n";
-    s += "        const float top[2] = {acc[f][4 * j], acc[f][4 * j + 1]};\n";
-    s += "        const float bottom[2] = {acc[f][4 * j + 2], acc[f][4 * j + 3]};\n";
-    s += "        " + epilogue_.call("row", "col", "top");
-    s += "        " + epilogue_.call("row + 8", "col", "bottom");
-    s += "      }\n    }\n";
+    s += accumulator_loop([&](const std::string& row, const std::string& col, const std::string& first) {
+      return fmt::format("        {{\n          const float pair[2] = {{acc[f][{}], acc[f][{} + 1]}};\n          {}        }}\n",
+                         first, first, epilogue_.call(row, col, "pair"));
+    });
     return s;
   }
 
@@ -239,7 +335,7 @@ private:
   GemmEpilogue epilogue_;
   TmaOperand a_, b_;
   int consumers_ = 1, rows_ = 64, frags_ = 1;
-  int64_t tiles_m_ = 0, tiles_n_ = 0, k_steps_ = 0;
+  int64_t tiles_m_ = 0, tiles_n_ = 0, k_steps_ = 0, split_ = 1, slice_steps_ = 0;
   int stage_bytes_ = 0;
 };
 
@@ -248,7 +344,8 @@ private:
 LaunchDims gemm_wgmma_launch_dims(const ir::Kernel& k) {
   const ir::TileConfig& c = k.config;
   LaunchDims d;
-  const int64_t tiles = ceil_div(k.gemm.m, c.bm) * ceil_div(k.gemm.n, c.bn) * ir::gemm_batch_count(k.gemm);
+  const int64_t tiles =
+      ceil_div(k.gemm.m, c.bm) * ceil_div(k.gemm.n, c.bn) * ir::gemm_batch_count(k.gemm) * std::max(1, c.split_k);
   d.grid[0] = static_cast<unsigned>(std::min<int64_t>(tiles, ir::kTargetSMs));
   d.block[0] = static_cast<unsigned>(ir::gemm_threads(c));
   d.shared_bytes = static_cast<unsigned>(ir::gemm_shared_bytes(k, c));

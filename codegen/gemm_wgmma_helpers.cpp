@@ -72,6 +72,11 @@ const DeviceHelper* helpers(size_t& count) {
       {"kiln_registers_claim",
        "template <int N> static __device__ __forceinline__ void kiln_registers_claim() {\n"
        "  asm volatile(\"setmaxnreg.inc.sync.aligned.u32 %0;\" :: \"n\"(N));\n}\n"},
+      // A barrier among `count` threads (whole warps) under id `id` (0 is __syncthreads'):
+      // the consumers of a tile meet without the producer.
+      {"kiln_named_barrier",
+       "static __device__ __forceinline__ void kiln_named_barrier(int id, int count) {\n"
+       "  asm volatile(\"bar.sync %0, %1;\" :: \"r\"(id), \"r\"(count) : \"memory\");\n}\n"},
       // Orders the accumulator registers' earlier accesses before the wgmma that follows.
       {"kiln_wgmma_fence",
        "static __device__ __forceinline__ void kiln_wgmma_fence() {\n"

@@ -1,14 +1,18 @@
 // The wgmma schedule's tile rules (sm_90a). A block is one producer warpgroup, whose
 // first thread issues the copy engine's (TMA) loads of A and B tiles into `stages`
-// shared-memory stages, and warps_m consumer warpgroups, each multiplying a
-// (bm / warps_m) x bn part of the output tile with wgmma m64nNk16 products straight
-// from shared memory. Blocks are persistent: one an SM, each walking output tiles.
+// shared-memory stages, and warps_m x warps_n consumer warpgroups: warps_m of them
+// split a tile along M, each multiplying a (bm / warps_m) x bn part with wgmma
+// m64nNk16 products straight from shared memory; warps_n = 2 sets of them take the
+// block's tiles in turns (ping-pong), so that one's epilogue runs while the other
+// multiplies. Blocks are persistent: one an SM, each walking output tiles.
 //
 // Rules: a consumer's part is one or two m64 rows of wgmma products (64 or 128 rows)
 // and holds at most 64 x 256 fp32 accumulators (128 registers a thread, what the
 // register file leaves after the producer gives its registers back); bn is a multiple
 // of 64 (tiles stored N-contiguous load as 64-column boxes) up to 256 (the widest
-// wgmma); bk is 128 bytes of K (one 128-byte swizzle row).
+// wgmma); bk is 128 bytes of K (one 128-byte swizzle row). split_k > 1 cuts K into
+// slices, a unit of work each, for products whose tiles leave SMs idle; the last unit
+// of a tile sums the slices' fp32 partials in slice order.
 #include <fmt/format.h>
 
 #include <optional>
@@ -23,8 +27,22 @@ namespace {
 
 constexpr int kWarpgroup = 128;
 constexpr int kMaxAccumulators = 64 * 256;  // of one consumer warpgroup
+constexpr int64_t kMaxPartials = int64_t{1} << 24;  // split-K's fp32 partials: 64 MiB
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+int64_t tiles_of(const Kernel& k, int bm, int bn) {
+  return ceil_div(k.gemm.m, bm) * ceil_div(k.gemm.n, bn) * gemm_batch_count(k.gemm);
+}
+
+// K slices worth trying where the tiles leave SMs idle: powers of two up to about a
+// unit an SM, each slice keeping 16 or more K steps.
+std::vector<int> wgmma_splits(const Kernel& k, int bm, int bn) {
+  std::vector<int> splits{1};
+  const int64_t tiles = tiles_of(k, bm, bn), steps = ceil_div(k.gemm.k, 64);
+  for (int s = 2; s <= 16 && tiles * s <= kTargetSMs && steps / s >= 16; s *= 2) splits.push_back(s);
+  return splits;
+}
 
 }  // namespace
 
@@ -32,7 +50,7 @@ bool gemm_wgmma_applies(const Kernel& k) {
   return target_sm() >= 90 && gemm_operand_tma(k, true) && gemm_operand_tma(k, false);
 }
 
-int wgmma_threads(const TileConfig& c) { return kWarpgroup * (c.warps_m + 1); }
+int wgmma_threads(const TileConfig& c) { return kWarpgroup * (c.warps_m * c.warps_n + 1); }
 
 int64_t wgmma_stage_bytes(const Kernel& k, const TileConfig& c) {
   return (int64_t{c.bm} + c.bn) * c.bk * dtype_bytes(k.gemm.operand_dtype);
@@ -54,8 +72,9 @@ void validate_gemm_wgmma(const Kernel& k, const TileConfig& c) {
       fail(fmt::format("operand {} cannot load through TMA (f16 or bf16 without a prologue, row and batch strides "
                        "multiples of 16 bytes, at most 3 batch dims it does not broadcast over)",
                        a ? "A" : "B"));
-  if (c.warps_m != 1 && c.warps_m != 2) fail("schedule wgmma takes warps_m = 1 or 2 consumer warpgroups");
-  if (c.warps_n != 1) fail("schedule wgmma takes warps_n = 1 (consumers split the tile along M)");
+  if (c.warps_m < 1 || c.warps_n < 1 || c.warps_m * c.warps_n > 2)
+    fail("schedule wgmma takes one or two consumer warpgroups: warps_m (splitting a tile along M) x warps_n (taking "
+         "tiles in turns) of 1 x 1, 2 x 1 or 1 x 2");
   const int rows = c.bm / c.warps_m;
   if (c.bm % c.warps_m != 0 || (rows != 64 && rows != 128))
     fail(fmt::format("a consumer's part of bm ({} rows) must be 64 or 128", c.bm / c.warps_m));
@@ -64,31 +83,44 @@ void validate_gemm_wgmma(const Kernel& k, const TileConfig& c) {
     fail(fmt::format("a consumer's part {} x {} holds more than 64 x 256 accumulators", rows, c.bn));
   if (c.bk * dtype_bytes(k.gemm.operand_dtype) != 128) fail("bk must be 128 bytes of K (64 f16 or bf16)");
   if (c.stages < 2 || c.stages > 8) fail("stages must be 2 to 8");
-  if (c.split_k != 1) fail("schedule wgmma does not split K yet: split_k = 1");
+  if (c.split_k < 1) fail("split_k must be 1 or more");
+  if (c.split_k > 1) {
+    if (c.warps_n != 1) fail("consumers taking tiles in turns (warps_n = 2) do not split K");
+    const int64_t steps = ceil_div(k.gemm.k, c.bk), slice = ceil_div(steps, c.split_k);
+    if ((c.split_k - 1) * slice >= steps)
+      fail(fmt::format("split_k = {} leaves an empty slice of {} K steps (slices of {})", c.split_k, steps, slice));
+    const int64_t floats = int64_t{c.split_k} * gemm_batch_count(k.gemm) * k.gemm.m * (k.gemm.n + 1) / 2 * 2;
+    if (floats > kMaxPartials)
+      fail(fmt::format("split_k = {} needs {} MiB of partials, more than {} MiB", c.split_k, floats * 4 >> 20,
+                       kMaxPartials * 4 >> 20));
+  }
 }
 
 std::vector<TileConfig> gemm_wgmma_sweep(const Kernel& k) {
   std::vector<TileConfig> out;
   if (!gemm_wgmma_applies(k)) return out;
   struct Shape {
-    int bm, bn, consumers;
+    int bm, bn, warps_m, warps_n;
   };
-  // Two consumers of 64 x 256 is the shape the fastest Hopper kernels use; the others
-  // trade accumulator registers for more blocks' worth of tiles on small products.
-  constexpr Shape kShapes[] = {{128, 256, 2}, {128, 192, 2}, {128, 128, 2}, {256, 128, 2},
-                               {64, 256, 1},  {128, 128, 1}, {128, 64, 2}};
+  // Two consumers of 64 x 256 on one tile is the shape the fastest Hopper kernels use;
+  // two taking 64 x 256 tiles in turns hide the epilogue behind products; the others
+  // trade accumulator registers for more tiles on small products. (A consumer of two
+  // m64 rows under the 168 registers of 384 threads, 128 x 128 in turns, spills.)
+  constexpr Shape kShapes[] = {{128, 256, 2, 1}, {128, 192, 2, 1}, {128, 128, 2, 1}, {256, 128, 2, 1},
+                               {64, 256, 1, 2},  {64, 256, 1, 1},  {128, 64, 2, 1}};
   const int bk = 128 / dtype_bytes(k.gemm.operand_dtype);
   for (const Shape& s : kShapes) {
     if (s.bm >= 2 * k.gemm.m + 64 || s.bn >= 2 * k.gemm.n + 64) continue;  // tiles mostly past the product
-    for (int stages : {3, 4, 5, 6}) {
-      TileConfig c{.schedule = kWgmma, .bm = s.bm, .bn = s.bn, .bk = bk, .warps_m = s.consumers, .warps_n = 1,
-                   .stages = stages, .group = 8, .split_k = 1};
-      try {
-        validate_gemm(k, c);
-        out.push_back(c);
-      } catch (const Error&) {
+    for (int stages : {3, 4, 5, 6})
+      for (int split : wgmma_splits(k, s.bm, s.bn)) {
+        TileConfig c{.schedule = kWgmma, .bm = s.bm, .bn = s.bn, .bk = bk, .warps_m = s.warps_m, .warps_n = s.warps_n,
+                     .stages = stages, .group = 8, .split_k = split};
+        try {
+          validate_gemm(k, c);
+          out.push_back(c);
+        } catch (const Error&) {
+        }
       }
-    }
   }
   return out;
 }
@@ -96,19 +128,29 @@ std::vector<TileConfig> gemm_wgmma_sweep(const Kernel& k) {
 std::optional<TileConfig> gemm_wgmma_heuristic(const Kernel& k) {
   if (!gemm_wgmma_applies(k)) return std::nullopt;
   const int bk = 128 / dtype_bytes(k.gemm.operand_dtype);
-  const int64_t batches = gemm_batch_count(k.gemm);
   // 128 x 256 tiles in four stages where they fill every SM at least once; 128 x 128
-  // where only those do; else the mma_sync schedule, which splits K.
-  for (int bn : {256, 128}) {
-    const int64_t tiles = ceil_div(k.gemm.m, 128) * ceil_div(k.gemm.n, bn) * batches;
-    if (tiles < kTargetSMs || k.gemm.m <= 64) continue;
-    TileConfig c{.schedule = kWgmma, .bm = 128, .bn = bn, .bk = bk, .warps_m = 2, .warps_n = 1,
-                 .stages = bn == 256 ? 4 : 6, .group = 8, .split_k = 1};
+  // where only those do; else 128 x 256 tiles with K split into slices where K is long
+  // enough for a unit about every SM; else the mma_sync schedule.
+  auto legal = [&](const TileConfig& c) {
     try {
       validate_gemm(k, c);
-      return c;
+      return true;
     } catch (const Error&) {
+      return false;
     }
+  };
+  if (k.gemm.m <= 64) return std::nullopt;
+  for (int bn : {256, 128}) {
+    if (tiles_of(k, 128, bn) < kTargetSMs) continue;
+    TileConfig c{.schedule = kWgmma, .bm = 128, .bn = bn, .bk = bk, .warps_m = 2, .warps_n = 1,
+                 .stages = bn == 256 ? 4 : 6, .group = 8, .split_k = 1};
+    if (legal(c)) return c;
+  }
+  const std::vector<int> splits = wgmma_splits(k, 128, 256);
+  if (splits.back() > 1 && tiles_of(k, 128, 256) * splits.back() * 2 > kTargetSMs) {
+    TileConfig c{.schedule = kWgmma, .bm = 128, .bn = 256, .bk = bk, .warps_m = 2, .warps_n = 1, .stages = 4,
+                 .group = 8, .split_k = splits.back()};
+    if (legal(c)) return c;
   }
   return std::nullopt;
 }

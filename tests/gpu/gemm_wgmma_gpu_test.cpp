@@ -1,7 +1,7 @@
 // The wgmma schedule on the GPU: every wgmma candidate of products with tails in M, N
-// and K (aligned rows, so that TMA loads them) in all four transposes, batched products
-// with a broadcast weight, fused epilogues with several outputs, and a large product
-// on its default config, each against the reference.
+// and K (aligned rows, so that TMA loads them) in all four transposes, split K (every
+// candidate, and the same bits every run), batched products with a broadcast weight,
+// fused epilogues with several outputs on the default config, each against the reference.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -41,6 +41,25 @@ TEST(GemmWgmmaGpu, EveryCandidateWithTailsInEveryTranspose) {
       const runtime::TuneResult r = gpu_test::every_candidate_passes(product(DType::f16, 200, 328, 136, ta, tb).ir());
       EXPECT_GE(wgmma_trials(r), 12);
     }
+}
+
+TEST(GemmWgmmaGpu, EveryCandidateOfASplitKProduct) {
+  KILN_REQUIRE_GPU();
+  EXPECT_GE(wgmma_trials(gpu_test::every_candidate_passes(product(DType::f16, 200, 328, 8200, false, true).ir())), 12);
+}
+
+TEST(GemmWgmmaGpu, SplitKGivesTheSameBitsEveryRun) {
+  KILN_REQUIRE_GPU();
+  kiln::Graph g = product(DType::bf16, 1024, 1024, 16384, false, false);
+  runtime::Program p = runtime::Program::compile(g.ir());
+  const ir::TileConfig& c = p.plan().kernels[0].config;
+  ASSERT_EQ(c.schedule, ir::kWgmma) << c.str();
+  ASSERT_GT(c.split_k, 1) << c.str();
+  std::vector<HostTensor> inputs = ir::random_inputs(g.ir(), 3);
+  HostTensor first = p.run(inputs)[0];
+  for (int run = 0; run < 3; ++run) EXPECT_EQ(p.run(inputs)[0].values, first.values);
+  Comparison cmp = compare(first, ir::evaluate(g.ir(), inputs)[0]);
+  EXPECT_TRUE(cmp.passed) << cmp.str();
 }
 
 TEST(GemmWgmmaGpu, Bf16BatchedWithABroadcastWeight) {

@@ -72,6 +72,30 @@ TEST(GemmWgmma, TheHeuristicPicksItForLargeAlignedProducts) {
   EXPECT_EQ(product(DType::f16, 4096, 4096, 4096).config.schedule, ir::kMmaSync);
 }
 
+TEST(GemmWgmma, FewTilesOfALongKSplitIt) {
+  const ir::Kernel k = product(DType::f16, 1024, 1024, 65536);
+  EXPECT_EQ(k.config.schedule, ir::kWgmma) << k.config.str();
+  EXPECT_EQ(k.config.split_k, 4) << k.config.str();
+  EXPECT_EQ(codegen::launch_dims(k).grid[0], 128u);  // 32 tiles x 4 slices, a unit each
+  const std::string log = compile_log(k);
+  EXPECT_FALSE(contains(log, "warning")) << log;
+  EXPECT_EQ(spill_bytes(log), 0) << log;
+  const std::string cuda = codegen::emit_cuda(k);
+  EXPECT_TRUE(contains(cuda, "in slice order")) << cuda;
+  EXPECT_TRUE(contains(cuda, "__device__ float kiln_k0_partials[")) << cuda;
+  // Consumers that take tiles in turns do not split.
+  ir::TileConfig c = k.config;
+  c.bm = 64;
+  c.warps_m = 1;
+  c.warps_n = 2;
+  try {
+    ir::validate(k, c);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_TRUE(contains(e.what(), "do not split K")) << e.what();
+  }
+}
+
 TEST(GemmWgmma, IllegalConfigsSayWhichRule) {
   const ir::Kernel k = product(DType::f16, 4096, 4096, 4096);
   auto error = [&](ir::TileConfig c) {
