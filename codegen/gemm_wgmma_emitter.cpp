@@ -224,6 +224,12 @@ private:
                        "{}ull;\n",
                        k_steps_);
     }
+    if (c_.warps_n > 1) {
+      // Turns: a consumer starts a tile's products only once the other has issued all of
+      // its own, so that it never waits on a stage two uses ahead (an mbarrier's parity
+      // tells one phase from the next, not from the one after).
+      s += "    if (unit != blockIdx.x) kiln_named_barrier_sync(2 + turn, 256);\n";
+    }
     s += "    int previous = -1;  // the stage whose products may still run\n";
     s += "    for (int step = 0; step < steps; ++step, ++step_of_block) {\n";
     const std::string in = "      ";
@@ -247,6 +253,7 @@ private:
     s += in + "if (previous >= 0 && lane == 0) kiln_mbarrier_arrive(empty + 8u * previous);\n";
     s += in + "previous = stage;\n";
     s += "    }\n";
+    if (c_.warps_n > 1) s += "    kiln_named_barrier_arrive(3 - turn, 256);  // the other consumer's turn\n";
     s += "    kiln_wgmma_wait<0>();\n";
     s += "    if (lane == 0) kiln_mbarrier_arrive(empty + 8u * previous);\n";
     s += split_ > 1 ? split_epilogue() : epilogue();

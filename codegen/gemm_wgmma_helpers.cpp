@@ -77,6 +77,14 @@ const DeviceHelper* helpers(size_t& count) {
       {"kiln_named_barrier",
        "static __device__ __forceinline__ void kiln_named_barrier(int id, int count) {\n"
        "  asm volatile(\"bar.sync %0, %1;\" :: \"r\"(id), \"r\"(count) : \"memory\");\n}\n"},
+      // The two halves of a barrier between warpgroups taking turns: one arrives (without
+      // waiting) when the other may go on; the other waits there.
+      {"kiln_named_barrier_sync",
+       "static __device__ __forceinline__ void kiln_named_barrier_sync(int id, int count) {\n"
+       "  asm volatile(\"bar.sync %0, %1;\" :: \"r\"(id), \"r\"(count) : \"memory\");\n}\n"},
+      {"kiln_named_barrier_arrive",
+       "static __device__ __forceinline__ void kiln_named_barrier_arrive(int id, int count) {\n"
+       "  asm volatile(\"bar.arrive %0, %1;\" :: \"r\"(id), \"r\"(count) : \"memory\");\n}\n"},
       // Orders the accumulator registers' earlier accesses before the wgmma that follows.
       {"kiln_wgmma_fence",
        "static __device__ __forceinline__ void kiln_wgmma_fence() {\n"

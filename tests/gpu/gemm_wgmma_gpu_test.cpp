@@ -43,6 +43,13 @@ TEST(GemmWgmmaGpu, EveryCandidateWithTailsInEveryTranspose) {
     }
 }
 
+// Several tiles a block and 24 K steps a tile: consumers taking turns go round the
+// stages many times.
+TEST(GemmWgmmaGpu, EveryCandidateOfAProductOfSeveralTilesABlock) {
+  KILN_REQUIRE_GPU();
+  EXPECT_GE(wgmma_trials(gpu_test::every_candidate_passes(product(DType::bf16, 2000, 2056, 1536, true, false).ir())), 12);
+}
+
 TEST(GemmWgmmaGpu, EveryCandidateOfASplitKProduct) {
   KILN_REQUIRE_GPU();
   EXPECT_GE(wgmma_trials(gpu_test::every_candidate_passes(product(DType::f16, 200, 328, 8200, false, true).ir())), 12);
