@@ -128,12 +128,12 @@ std::vector<TileConfig> gemm_wgmma_sweep(const Kernel& k) {
 std::optional<TileConfig> gemm_wgmma_heuristic(const Kernel& k) {
   if (!gemm_wgmma_applies(k)) return std::nullopt;
   const int bk = 128 / dtype_bytes(k.gemm.operand_dtype);
-  // Measured on the H200 (bench/NOTES.md): two consumers taking 64 x 256 tiles in turns,
-  // four stages, where the tiles fill every SM at least once (the turns hide each
-  // tile's epilogue: 5% faster with bias + GELU at 4096^3, even without); 128 x 128
-  // tiles shared by two consumers where only those fill the SMs; else 128 x 256
-  // tiles with K split into slices where K is long enough for a unit about every SM;
-  // else the mma_sync schedule.
+  // Measured on the H200 (bench/NOTES.md): two consumers sharing 128 x 256 tiles, four
+  // stages, where the tiles fill every SM at least once (consumers taking 64 x 256 tiles
+  // in turns measured 2-13% slower in kiln bench, though the tuner's timing favoured
+  // them); 128 x 128 tiles where only those fill the SMs; else 128 x 256 tiles with K
+  // split into slices where K is long enough for a unit about every SM; else the
+  // mma_sync schedule.
   auto legal = [&](const TileConfig& c) {
     try {
       validate_gemm(k, c);
@@ -143,8 +143,8 @@ std::optional<TileConfig> gemm_wgmma_heuristic(const Kernel& k) {
     }
   };
   if (k.gemm.m <= 64) return std::nullopt;
-  if (tiles_of(k, 64, 256) >= 2 * kTargetSMs) {
-    TileConfig c{.schedule = kWgmma, .bm = 64, .bn = 256, .bk = bk, .warps_m = 1, .warps_n = 2, .stages = 4,
+  if (tiles_of(k, 128, 256) >= kTargetSMs) {
+    TileConfig c{.schedule = kWgmma, .bm = 128, .bn = 256, .bk = bk, .warps_m = 2, .warps_n = 1, .stages = 4,
                  .group = 8, .split_k = 1};
     if (legal(c)) return c;
   }

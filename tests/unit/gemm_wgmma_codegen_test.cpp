@@ -60,9 +60,9 @@ TEST(GemmWgmma, TheHeuristicPicksItForLargeAlignedProducts) {
       for (bool tb : {false, true}) {
         const ir::Kernel k = product(dt, 4096, 4096, 4096, ta, tb);
         EXPECT_EQ(k.config.schedule, ir::kWgmma) << k.config.str();
-        EXPECT_EQ(k.config.bm, 64);
+        EXPECT_EQ(k.config.bm, 128);
         EXPECT_EQ(k.config.bn, 256);
-        EXPECT_EQ(k.config.warps_n, 2);  // two consumers taking tiles in turns
+        EXPECT_EQ(k.config.warps_m, 2);  // two consumers sharing each tile
       }
   // Rows that are not multiples of 16 bytes cannot load through TMA; a narrow product
   // does not fill the GPU with 128-row tiles; f32 has no wgmma here; sm_80 has none.
@@ -114,10 +114,10 @@ TEST(GemmWgmma, IllegalConfigsSayWhichRule) {
   c.stages = 6;
   EXPECT_TRUE(contains(error(c), "bytes of shared memory")) << error(c);
   c = k.config;
-  c.bm = 128;
+  c.warps_m = 1;
   EXPECT_TRUE(contains(error(c), "more than 64 x 256 accumulators")) << error(c);
   c = k.config;
-  c.warps_m = 2;
+  c.warps_n = 2;
   EXPECT_TRUE(contains(error(c), "one or two consumer warpgroups")) << error(c);
   const ir::Kernel odd = product(DType::f16, 4093, 4099, 4097);
   c = k.config;
@@ -130,7 +130,7 @@ TEST(GemmWgmma, IllegalConfigsSayWhichRule) {
 }
 
 TEST(GemmWgmma, TensorMapsFollowTheOperandsLayouts) {
-  // A row-major (K contiguous): one box of 64 K x 64 rows; B row-major (N contiguous):
+  // A row-major (K contiguous): one box of 64 K x 128 rows; B row-major (N contiguous):
   // boxes of 64 N x 64 K.
   codegen::LaunchDims d = codegen::launch_dims(product(DType::f16, 4096, 2048, 1024));
   ASSERT_EQ(d.tensor_maps.size(), 2u);
@@ -141,7 +141,7 @@ TEST(GemmWgmma, TensorMapsFollowTheOperandsLayouts) {
   EXPECT_EQ(a.dims[1], 4096u);
   EXPECT_EQ(a.strides[0], 2048u);
   EXPECT_EQ(a.box[0], 64u);
-  EXPECT_EQ(a.box[1], 64u);
+  EXPECT_EQ(a.box[1], 128u);
   EXPECT_EQ(b.dims[0], 2048u);
   EXPECT_EQ(b.dims[1], 1024u);
   EXPECT_EQ(b.box[1], 64u);
