@@ -16,6 +16,8 @@ struct LaunchDims {
   unsigned shared_bytes = 0;  // dynamic shared memory
   // Tensor maps passed after the pointers, in this order (wgmma gemm kernels).
   std::vector<TensorMapSpec> tensor_maps;
+  // Operands copied into padded rows before each launch (wgmma gemm kernels).
+  std::vector<StagedOperand> staged;
 };
 
 // The grid and block a kernel is launched with, from its shapes and tile config.

@@ -18,8 +18,15 @@ TmaOperand::TmaOperand(const ir::Kernel& k, bool operand_a, int rows, int bk)
     : k_(k), a_(operand_a), rows_(rows), bk_(bk), esize_(dtype_bytes(k.gemm.operand_dtype)) {
   const ir::GemmLayout l = ir::gemm_layout(k, operand_a);
   k_contiguous_ = l.k_contiguous;
-  ld_ = l.ld;
+  ld_ = src_ld_ = l.ld;
   batch_strides_ = l.batch_strides;
+  if (!ir::gemm_operand_tma(k, operand_a)) {
+    if (!ir::gemm_operand_stageable(k, operand_a))
+      throw Error(fmt::format("kernel @{}: operand {} can neither load through TMA nor be staged", k.name,
+                              operand_a ? "A" : "B"));
+    staged_ = true;
+    ld_ = ir::gemm_staged_ld(k, operand_a);
+  }
   if (bk_ * esize_ != kSwizzleBytes)
     throw Error(fmt::format("kernel @{}: a TMA operand's K step must be {} bytes", k.name, kSwizzleBytes));
 }
@@ -27,6 +34,7 @@ TmaOperand::TmaOperand(const ir::Kernel& k, bool operand_a, int rows, int bk)
 TensorMapSpec TmaOperand::spec() const {
   TensorMapSpec s;
   s.arg = (a_ ? k_.gemm.a : k_.gemm.b).arg;
+  // A staged operand's map describes its copy (the caller sets s.staged to its index).
   s.dtype = k_.gemm.operand_dtype;
   const uint64_t outer = static_cast<uint64_t>(a_ ? k_.gemm.m : k_.gemm.n), depth = static_cast<uint64_t>(k_.gemm.k);
   s.dims[0] = k_contiguous_ ? depth : outer;
@@ -46,7 +54,27 @@ TensorMapSpec TmaOperand::spec() const {
   return s;
 }
 
+StagedOperand TmaOperand::staging() const {
+  StagedOperand s;
+  s.arg = (a_ ? k_.gemm.a : k_.gemm.b).arg;
+  s.dtype = k_.gemm.operand_dtype;
+  const int64_t outer = a_ ? k_.gemm.m : k_.gemm.n;
+  s.rows = static_cast<uint64_t>(k_contiguous_ ? outer : k_.gemm.k);
+  s.cols = static_cast<uint64_t>(k_contiguous_ ? k_.gemm.k : outer);
+  s.src_ld = static_cast<uint64_t>(src_ld_);
+  s.dst_ld = static_cast<uint64_t>(ld_);
+  return s;
+}
+
 std::string TmaOperand::describe() const {
+  if (staged_)
+    return fmt::format("{}: staged before the launch into rows of {} elements (its own rows of {} are not 16-byte "
+                       "multiples), then {}",
+                       a_ ? "A" : "B", ld_, src_ld_, describe_layout().substr(3));
+  return describe_layout();
+}
+
+std::string TmaOperand::describe_layout() const {
   if (k_contiguous_)
     return fmt::format("{}: K contiguous, one {} x {} box a step (K-major)", a_ ? "A" : "B", rows_, bk_);
   return fmt::format("{}: {} contiguous, {} boxes of {} x {} a step ({}-major)", a_ ? "A" : "B", a_ ? "M" : "N",

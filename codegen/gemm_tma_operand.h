@@ -21,6 +21,9 @@ public:
   TmaOperand(const ir::Kernel& k, bool operand_a, int rows, int bk);
 
   TensorMapSpec spec() const;
+  // Whether it loads from a padded copy (ir::gemm_operand_stageable), and that copy.
+  bool staged() const { return staged_; }
+  StagedOperand staging() const;
   int tile_bytes() const { return rows_ * bk_ * esize_; }
   bool k_contiguous() const { return k_contiguous_; }
   // "A: K contiguous, one 64 x 128 box a step" for the kernel header.
@@ -36,11 +39,13 @@ public:
 
 private:
   std::vector<std::string> batch_coordinates() const;
+  std::string describe_layout() const;
 
   const ir::Kernel& k_;
   bool a_;
   int rows_, bk_, esize_;
-  bool k_contiguous_;
+  bool k_contiguous_, staged_ = false;
+  int64_t src_ld_ = 0;
   int64_t ld_ = 0;
   std::vector<int64_t> batch_strides_;
 };

@@ -356,7 +356,14 @@ LaunchDims gemm_wgmma_launch_dims(const ir::Kernel& k) {
   d.grid[0] = static_cast<unsigned>(std::min<int64_t>(tiles, ir::kTargetSMs));
   d.block[0] = static_cast<unsigned>(ir::gemm_threads(c));
   d.shared_bytes = static_cast<unsigned>(ir::gemm_shared_bytes(k, c));
-  d.tensor_maps = {TmaOperand(k, true, c.bm, c.bk).spec(), TmaOperand(k, false, c.bn, c.bk).spec()};
+  for (const TmaOperand& op : {TmaOperand(k, true, c.bm, c.bk), TmaOperand(k, false, c.bn, c.bk)}) {
+    TensorMapSpec spec = op.spec();
+    if (op.staged()) {
+      spec.staged = static_cast<int>(d.staged.size());
+      d.staged.push_back(op.staging());
+    }
+    d.tensor_maps.push_back(spec);
+  }
   return d;
 }
 

@@ -86,6 +86,23 @@ bool gemm_operand_tma(const Kernel& k, bool operand_a) {
   return legal && batch_dims <= 3;
 }
 
+bool gemm_operand_stageable(const Kernel& k, bool operand_a) {
+  const GemmOperand& op = operand_a ? k.gemm.a : k.gemm.b;
+  const DType t = k.gemm.operand_dtype;
+  if (!op.prologue.empty() || (t != DType::f16 && t != DType::bf16)) return false;
+  if (k.args.at(static_cast<size_t>(op.arg)).type.dtype != t) return false;
+  for (int64_t s : gemm_layout(k, operand_a).batch_strides)
+    if (s != 0) return false;
+  return true;
+}
+
+int64_t gemm_staged_ld(const Kernel& k, bool operand_a) {
+  const GemmLayout l = gemm_layout(k, operand_a);
+  const int64_t chunk = 16 / dtype_bytes(k.gemm.operand_dtype);
+  const int64_t inner = l.k_contiguous ? k.gemm.k : l.outer;
+  return (inner + chunk - 1) / chunk * chunk;
+}
+
 std::string gemm_compute_name(const GemmCore& g) {
   if (g.operand_dtype == DType::f32 && g.tf32) return "tf32";
   return std::string(dtype_name(g.operand_dtype));

@@ -80,6 +80,13 @@ bool gemm_operand_vector_loads(const Kernel& k, bool operand_a);
 // batch dims it does not broadcast over (a tensor map has five dims). Tails need no
 // alignment: the copy engine fills elements past the matrix with zeros.
 bool gemm_operand_tma(const Kernel& k, bool operand_a);
+// Whether an operand TMA cannot load in place (rows not a multiple of 16 bytes) can
+// load from a staged copy instead: f16 or bf16 without a prologue, one matrix (no
+// batch dim it does not broadcast over). The runtime copies it into rows padded to 16
+// bytes before each launch (what a zero-padded copy costs: one pass over the operand).
+bool gemm_operand_stageable(const Kernel& k, bool operand_a);
+// The padded row length (elements) of a staged operand's copy.
+int64_t gemm_staged_ld(const Kernel& k, bool operand_a);
 
 // "f16", "bf16", "f32" or "tf32": what the products multiply.
 std::string gemm_compute_name(const GemmCore& g);

@@ -47,7 +47,8 @@ std::vector<int> wgmma_splits(const Kernel& k, int bm, int bn) {
 }  // namespace
 
 bool gemm_wgmma_applies(const Kernel& k) {
-  return target_sm() >= 90 && gemm_operand_tma(k, true) && gemm_operand_tma(k, false);
+  auto loads = [&](bool a) { return gemm_operand_tma(k, a) || gemm_operand_stageable(k, a); };
+  return target_sm() >= 90 && loads(true) && loads(false);
 }
 
 int wgmma_threads(const TileConfig& c) { return kWarpgroup * (c.warps_m * c.warps_n + 1); }
@@ -68,9 +69,10 @@ void validate_gemm_wgmma(const Kernel& k, const TileConfig& c) {
   };
   if (target_sm() < 90) fail(fmt::format("schedule wgmma needs sm_90a; the target is sm_{}", target_sm()));
   for (bool a : {true, false})
-    if (!gemm_operand_tma(k, a))
-      fail(fmt::format("operand {} cannot load through TMA (f16 or bf16 without a prologue, row and batch strides "
-                       "multiples of 16 bytes, at most 3 batch dims it does not broadcast over)",
+    if (!gemm_operand_tma(k, a) && !gemm_operand_stageable(k, a))
+      fail(fmt::format("operand {} cannot load through TMA (f16 or bf16 without a prologue, with row and batch "
+                       "strides multiples of 16 bytes and at most 3 batch dims it does not broadcast over, or a "
+                       "single matrix that a padded copy can stage)",
                        a ? "A" : "B"));
   if (c.warps_m < 1 || c.warps_n < 1 || c.warps_m * c.warps_n > 2)
     fail("schedule wgmma takes one or two consumer warpgroups: warps_m (splitting a tile along M) x warps_n (taking "

@@ -78,6 +78,7 @@ void Executable::launch() {
   for (const LoadedKernel& k : kernels_) {
     if (!k.args) throw Error(fmt::format("kernel {}: launched before its buffers were bound", k.name));
     const std::vector<void*>& args = k.args->pointers();
+    k.args->stage();
     Dim3 grid{k.launch.grid[0], k.launch.grid[1], k.launch.grid[2]};
     Dim3 block{k.launch.block[0], k.launch.block[1], k.launch.block[2]};
     if (!trace) {

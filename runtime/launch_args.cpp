@@ -4,6 +4,9 @@
 
 #include "ir/error.h"
 #include "runtime/cuda_driver.h"
+#include "runtime/device.h"
+#include "runtime/helper_kernel.h"
+#include "runtime/timer.h"
 
 namespace kiln::runtime {
 
@@ -19,6 +22,24 @@ CUtensorMapDataType map_dtype(DType t) {
   }
   return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
 }
+
+// Rows of 16-bit elements copied into rows of another length: a block per row segment
+// of 2048 elements, each thread moving 8 of them (the source rows start anywhere, so
+// element by element; the copy's rows start 16-byte aligned).
+constexpr const char* kPitchedCopySource = R"(
+extern "C" __global__ void kiln_pitched_copy16(const unsigned short* __restrict__ src, unsigned short* __restrict__ dst,
+                                               unsigned long long rows, unsigned long long cols,
+                                               unsigned long long src_ld, unsigned long long dst_ld) {
+  for (unsigned long long row = blockIdx.y; row < rows; row += gridDim.y) {
+    const unsigned long long col0 = (unsigned long long)blockIdx.x * 2048 + threadIdx.x;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const unsigned long long col = col0 + i * 256;
+      if (col < cols) dst[row * dst_ld + col] = src[row * src_ld + col];
+    }
+  }
+}
+)";
 
 }  // namespace
 
@@ -40,12 +61,36 @@ CUtensorMap encode_tensor_map(const codegen::TensorMapSpec& s, CUdeviceptr base,
 
 LaunchArgs::LaunchArgs(const codegen::LaunchDims& launch, const std::vector<CUdeviceptr>& ptrs,
                        const std::string& kernel)
-    : ptrs_(ptrs) {
+    : staged_(launch.staged), ptrs_(ptrs) {
+  for (const codegen::StagedOperand& s : staged_) {
+    if (dtype_bytes(s.dtype) != 2) throw Error(fmt::format("kernel {}: only 16-bit operands are staged", kernel));
+    copies_.emplace_back(static_cast<size_t>(s.rows * s.dst_ld * 2));
+  }
   maps_.reserve(launch.tensor_maps.size());
-  for (const codegen::TensorMapSpec& spec : launch.tensor_maps)
-    maps_.push_back(encode_tensor_map(spec, ptrs_.at(static_cast<size_t>(spec.arg)), kernel));
+  for (const codegen::TensorMapSpec& spec : launch.tensor_maps) {
+    const CUdeviceptr base =
+        spec.staged >= 0 ? copies_.at(static_cast<size_t>(spec.staged)).ptr() : ptrs_.at(static_cast<size_t>(spec.arg));
+    maps_.push_back(encode_tensor_map(spec, base, kernel));
+  }
   for (CUdeviceptr& p : ptrs_) args_.push_back(&p);
   for (CUtensorMap& m : maps_) args_.push_back(&m);
+}
+
+}  // namespace kiln::runtime
+
+namespace kiln::runtime {
+
+void LaunchArgs::stage() const {
+  for (size_t i = 0; i < staged_.size(); ++i) {
+    const codegen::StagedOperand& s = staged_[i];
+    CUdeviceptr src = ptrs_.at(static_cast<size_t>(s.arg)), dst = copies_[i].ptr();
+    unsigned long long rows = s.rows, cols = s.cols, src_ld = s.src_ld, dst_ld = s.dst_ld;
+    std::vector<void*> args = {&src, &dst, &rows, &cols, &src_ld, &dst_ld};
+    const unsigned blocks_x = static_cast<unsigned>((cols + 2047) / 2048);
+    const unsigned blocks_y = static_cast<unsigned>(std::min<unsigned long long>(rows, 65535));
+    launch_kernel(helper_kernel(kPitchedCopySource, "kiln_pitched_copy16", Device::get().compile_target()),
+                  Dim3{blocks_x, blocks_y}, Dim3{256}, 0, args, "kiln_pitched_copy16");
+  }
 }
 
 }  // namespace kiln::runtime

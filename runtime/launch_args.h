@@ -1,6 +1,8 @@
 // The argument block of one kernel launch: a device pointer per kernel argument, then
 // the kernel's tensor maps (codegen::TensorMapSpec) encoded for those pointers. Built
-// once per binding of buffers and reused for every launch with them.
+// once per binding of buffers and reused for every launch with them. Operands the
+// kernel reads from a padded copy (codegen::StagedOperand) get their copy's buffer
+// here, and stage() fills it: call it before each launch.
 #pragma once
 #include <cuda.h>
 
@@ -8,6 +10,7 @@
 #include <vector>
 
 #include "codegen/emit.h"
+#include "runtime/device_buffer.h"
 
 namespace kiln::runtime {
 
@@ -21,8 +24,12 @@ public:
 
   // What cuLaunchKernel takes: the address of each parameter.
   const std::vector<void*>& pointers() const { return args_; }
+  // Enqueues the copies of the staged operands (none for most kernels).
+  void stage() const;
 
 private:
+  std::vector<codegen::StagedOperand> staged_;
+  std::vector<DeviceBuffer> copies_;  // per staged operand
   std::vector<CUdeviceptr> ptrs_;
   std::vector<CUtensorMap> maps_;  // CUtensorMap is 64-byte aligned; the vector's storage is too
   std::vector<void*> args_;

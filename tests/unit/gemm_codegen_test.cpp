@@ -177,7 +177,7 @@ TEST(GemmCodegen, TheSourceReadsAsAGemm) {
   EXPECT_EQ(cuda.find("for (int step = 0; step < k_steps; ++step)"),
             cuda.rfind("for (int step = 0; step < k_steps; ++step)"));
   // Unaligned rows: element loads through registers, stored to shared memory a K step later.
-  const std::string odd = codegen::emit_cuda(gemm_kernel(DType::f16, {4093, 4099, 4097}));
+  const std::string odd = codegen::emit_cuda(on_mma_sync(gemm_kernel(DType::f16, {4093, 4099, 4097})));
   EXPECT_TRUE(contains(odd, "a_hold[i].v[j] = ("));
   EXPECT_TRUE(contains(odd, "if (held) {"));
   EXPECT_FALSE(contains(odd, "kiln_copy_async16_zfill("));

@@ -64,9 +64,22 @@ TEST(GemmWgmma, TheHeuristicPicksItForLargeAlignedProducts) {
         EXPECT_EQ(k.config.bn, 256);
         EXPECT_EQ(k.config.warps_m, 2);  // two consumers sharing each tile
       }
-  // Rows that are not multiples of 16 bytes cannot load through TMA; a narrow product
-  // does not fill the GPU with 128-row tiles; f32 has no wgmma here; sm_80 has none.
-  EXPECT_EQ(product(DType::f16, 4093, 4099, 4097).config.schedule, ir::kMmaSync);
+  // Rows that are not multiples of 16 bytes load from padded copies staged before the
+  // launch; a narrow product does not fill the GPU with 128-row tiles; f32 has no wgmma
+  // here; sm_80 has none.
+  const ir::Kernel odd = product(DType::f16, 4093, 4099, 4097);
+  EXPECT_EQ(odd.config.schedule, ir::kWgmma);
+  const codegen::LaunchDims d = codegen::launch_dims(odd);
+  ASSERT_EQ(d.staged.size(), 2u);
+  EXPECT_EQ(d.staged[0].rows, 4093u);  // A: 4093 rows of K = 4097, padded to 4104
+  EXPECT_EQ(d.staged[0].cols, 4097u);
+  EXPECT_EQ(d.staged[0].dst_ld, 4104u);
+  EXPECT_EQ(d.staged[1].rows, 4097u);  // B: K rows of N = 4099, padded to 4104
+  EXPECT_EQ(d.staged[1].dst_ld, 4104u);
+  EXPECT_EQ(d.tensor_maps[0].staged, 0);
+  EXPECT_EQ(d.tensor_maps[0].strides[0], 4104u * 2u);
+  EXPECT_EQ(d.tensor_maps[0].dims[0], 4097u);  // the copy's padding is never read: TMA fills past K with zeros
+  EXPECT_TRUE(contains(codegen::emit_cuda(odd), "staged before the launch into rows of 4104 elements"));
   EXPECT_EQ(product(DType::f16, 16, 8192, 8192).config.schedule, ir::kMmaSync);
   EXPECT_EQ(product(DType::f32, 4096, 4096, 4096).config.schedule, ir::kSimt);
   const ir::TargetScope ampere("sm_80");
@@ -119,10 +132,14 @@ TEST(GemmWgmma, IllegalConfigsSayWhichRule) {
   c = k.config;
   c.warps_n = 2;
   EXPECT_TRUE(contains(error(c), "one or two consumer warpgroups")) << error(c);
-  const ir::Kernel odd = product(DType::f16, 4093, 4099, 4097);
+  // A batched operand with rows of 201 elements: neither TMA nor a single staged copy.
+  kiln::Graph g("g");
+  g.output(kiln::matmul(g.input("x", DType::f16, {3, 400, 201}), g.input("w", DType::f16, {3, 201, 400})));
+  const ir::Kernel batched = lowered(g);
+  EXPECT_EQ(batched.config.schedule, ir::kMmaSync);
   c = k.config;
   try {
-    ir::validate(odd, c);
+    ir::validate(batched, c);
     ADD_FAILURE() << "no error";
   } catch (const Error& e) {
     EXPECT_TRUE(contains(e.what(), "cannot load through TMA")) << e.what();
