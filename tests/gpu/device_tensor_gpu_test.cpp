@@ -48,6 +48,8 @@ TEST(DeviceTensorGpu, RunsInPlaceOnTheCallersStream) {
   yb.fill_bytes(0xFF);
   copyb.fill_bytes(0xFF);
 
+  // The copies and fills above ran on the legacy stream, which a non-blocking stream does not wait for.
+  runtime::Device::get().synchronize();
   CallerStream s;
   p.run({view_of(xb, xt), view_of(wb, wt)}, {view_of(yb, xt), view_of(copyb, xt)}, s.stream);
   runtime::cu::stream_synchronize(s.stream);
