@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine over a build made elsewhere (build/): every GPU test (in
-# parallel, the autotuner's alone so that its timings are quiet), one autotuner sweep
+# parallel, the autotuner's alone so that its timings are quiet), the Python module's
+# GPU test on torch tensors (KILN_PYTHON_DIR, default build/python: the module built
+# for this machine's python3), one autotuner sweep
 # with an empty compile cache, then `kiln bench` (default, tuned and hand-written kernels
 # side by side, merged with the PyTorch / Triton rows of bench/results/peers-h200.json).
 # Logs, JSON and CSV go to the folder given as the first argument (default out/gpu);
@@ -18,6 +20,9 @@ status=0
 ctest --test-dir build -L gpu -E AutotunerGpu -j "$(nproc)" --output-on-failure > "$out/gpu-tests.log" 2>&1 || status=1
 ctest --test-dir build -R AutotunerGpu --output-on-failure >> "$out/gpu-tests.log" 2>&1 || status=1
 grep -E "tests passed|Failed" "$out/gpu-tests.log"
+# Kiln from Python, in place on torch (and CuPy) tensors through DLPack.
+PYTHONPATH="${KILN_PYTHON_DIR:-build/python}" python3 tests/python/test_kiln_gpu.py > "$out/python-gpu.log" 2>&1 || status=1
+tail -n 3 "$out/python-gpu.log"
 # The autotuner's speed: one sweep of a softmax kernel, wall time with compiles (the
 # compile cache is emptied first so that NVRTC really runs).
 rm -rf "$KILN_CACHE_DIR"

@@ -1,6 +1,10 @@
 #!/usr/bin/env python3
 """Kiln's benchmark cases in PyTorch eager, torch.compile and Triton, on the GPU machine.
 
+When Kiln's Python module imports (build/python, or $KILN_PYTHON_DIR), Kiln runs in the
+same process too ("kiln" in --impls): the case's graph compiled by kiln.compile and
+called on the same torch tensors, timed the same way.
+
 Runs the same cases and sizes as `kiln bench`, checks every implementation against a
 float64 computation on the same inputs (large matrix products: float32 on the GPU, TF32
 off), times each (median, warm-up, L2 flushed), measures the copy bandwidth (and, for the
@@ -41,6 +45,12 @@ try:
     import torch.nn.functional as F
 except ImportError:  # --check and the case math work without torch
     torch = None
+try:  # Kiln's Python module, when built: an optional implementation
+    sys.path.insert(0, os.environ.get("KILN_PYTHON_DIR") or
+                    os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build", "python"))
+    import kiln
+except ImportError:
+    kiln = None
 try:
     import triton
     import triton.language as tl
@@ -62,7 +72,7 @@ GPU_REFERENCE_MIN_MACS = 2**28
 ELEMENT_SIZE = {"f16": 2, "bf16": 2, "f32": 4}
 ERROR_BOUND = {"f16": 1e-2, "bf16": 1e-2, "f32": 1e-5}
 IMPL_NAMES = {"eager": "torch eager", "compile": "torch.compile", "autotune": "torch.compile max-autotune",
-              "triton": "triton"}
+              "triton": "triton", "kiln": "kiln (python)"}
 RMS_EPS = 1e-6
 LN_EPS = 1e-5
 GELU_K = math.sqrt(2.0 / math.pi)
@@ -748,8 +758,30 @@ def make_compiled(eager_fn, mode="default"):
     return lambda *args: compiled(*args)
 
 
-def build_impl(impl, case, inputs):
+def in_program_order(specs, names, tensors):
+    """The tensors (named `names`) in the order of a program's specs: by name when every spec's name is
+    among them, else as given."""
+    by_name = dict(zip(names, tensors))
+    return [by_name[s.name] for s in specs] if all(s.name in by_name for s in specs) else list(tensors)
+
+
+def build_kiln(case, dtype, shape, inputs):
+    """Kiln through its Python module: the `kiln bench` graph of the case, run in place on torch tensors."""
+    if kiln is None:
+        raise RuntimeError("Kiln's Python module is not built (build/python) or does not import")
+    program = kiln.compile(kiln.bench_graph(case.name, dtype, "x".join(str(d) for d in shape)))
+    ordered_inputs = in_program_order(program.inputs, [n for n, _ in case.inputs(*shape)], inputs)
+    outs = [torch.empty(s.shape, dtype=TORCH_DTYPE[s.dtype], device="cuda") for s in program.outputs]
+    out_of = {s.name: t for s, t in zip(program.outputs, outs)}
+    case_outs = [out_of[n] for n in case.outputs] if all(n in out_of for n in case.outputs) else outs
+    config = "; ".join(f"{k['name']} {k['config']}" for k in program.kernels)
+    return (lambda: program(*ordered_inputs, out=outs)), {"outs": case_outs}, config
+
+
+def build_impl(impl, case, inputs, dtype=None, shape=None):
     """(run, outputs-or-None, config): run() launches the work; outputs are read after one run."""
+    if impl == "kiln":
+        return build_kiln(case, dtype, shape, inputs)
     if impl == "eager":
         holder = {}
         run = lambda: holder.__setitem__("outs", case.eager(*inputs))
@@ -789,10 +821,10 @@ def bench_one(case, dtype, shape, impls, roof, gen, rows, errors):
     nbytes = case.min_bytes(*shape, ELEMENT_SIZE[dtype])
     bound = error_bound(dtype, shape[-1] if case.gemm else 0)
     shape_text = "x".join(str(d) for d in shape)
-    for impl in (i for i in impls if i in case.impls):
+    for impl in (i for i in impls if i in case.impls or i == "kiln"):
         name = IMPL_NAMES[impl]
         try:
-            run, holder, config = build_impl(impl, case, inputs)
+            run, holder, config = build_impl(impl, case, inputs, dtype, shape)
             run()
             torch.cuda.synchronize()
             err = check_outputs(holder["outs"], refs, dtype)
@@ -966,8 +998,9 @@ def main(argv=None):
     parser.add_argument("--sizes", help="comma-separated C (R = 2^27 / C), RxC, or for the GEMM cases MxNxK or "
                                         "BxMxNxK; default: each case's own")
     parser.add_argument("--dtypes", help="only these dtypes, e.g. f16")
-    parser.add_argument("--impls", default="eager,compile,autotune,triton",
-                        help="eager, compile, autotune (torch.compile mode=max-autotune: GEMM cases only), triton")
+    parser.add_argument("--impls", default="eager,compile,autotune,triton" + (",kiln" if kiln else ""),
+                        help="eager, compile, autotune (torch.compile mode=max-autotune: GEMM cases only), triton, "
+                             "kiln (Kiln's Python module; in the default list when it imports)")
     parser.add_argument("--json", help="write the result JSON here")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--check", metavar="DIR", help="check what `kiln run --save DIR` wrote")

@@ -33,7 +33,7 @@ HAVE_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
 
 
 def write_npy_like_kiln(path, array):
-    """Writes .npy as tools/npy.cpp does: version 1.0, header padded to 64 bytes, shape as '(3,5)'."""
+    """Writes .npy as runtime/npy.cpp does: version 1.0, header padded to 64 bytes, shape as '(3,5)'."""
     descr = {np.dtype(np.float16): "<f2", np.dtype(np.float32): "<f4", np.dtype(np.int32): "<i4"}[array.dtype]
     dims = ",".join(str(d) for d in array.shape) + ("," if array.ndim == 1 else "")
     header = "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }" % (descr, dims)
@@ -379,6 +379,21 @@ class Plots(unittest.TestCase):
         self.assertEqual(len(rows), 1)
         self.assertAlmostEqual(rows[0]["gb_s"], 2000.0)
         self.assertAlmostEqual(rows[0]["pct_roofline"], 50.0)
+
+
+@unittest.skipIf(np is None, "needs numpy")
+class KilnImplementationTest(unittest.TestCase):
+    """The "kiln" implementation's plumbing (its run needs a GPU)."""
+
+    def test_inputs_follow_the_program_by_name_else_by_position(self):
+        class Spec:
+            def __init__(self, name):
+                self.name = name
+        self.assertEqual(peers.in_program_order([Spec("r"), Spec("x")], ["x", "r"], [1, 2]), [2, 1])
+        self.assertEqual(peers.in_program_order([Spec("a"), Spec("b")], ["x", "r"], [1, 2]), [1, 2])
+
+    def test_kiln_is_a_named_implementation(self):
+        self.assertEqual(peers.IMPL_NAMES["kiln"], "kiln (python)")
 
 
 if __name__ == "__main__":

@@ -177,6 +177,14 @@ void memcpy_dtod_async(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream 
         src, dst);
 }
 
+int pointer_device_ordinal(CUdeviceptr ptr, std::string* why) {
+  int ordinal = -1;
+  CUresult result = driver().cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr);
+  if (result == CUDA_SUCCESS) return ordinal;
+  if (why) *why = fmt::format("cuPointerGetAttribute(0x{:x}): {}", ptr, error_text(result));
+  return -1;
+}
+
 int func_attribute(CUfunction function, CUfunction_attribute attribute) {
   int value = 0;
   check(driver().cuFuncGetAttribute(&value, attribute, function), "cuFuncGetAttribute(attribute {})",

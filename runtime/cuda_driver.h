@@ -30,7 +30,8 @@ bool gpu_available(std::string* why = nullptr);
   X(cuMemcpyDtoD_v2) X(cuMemcpyDtoDAsync_v2) X(cuModuleLoadData) X(cuModuleGetFunction)        \
   X(cuModuleUnload) X(cuLaunchKernel) X(cuFuncGetAttribute) X(cuFuncSetAttribute)              \
   X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime_v2)             \
-  X(cuEventDestroy_v2) X(cuTensorMapEncodeTiled)
+  X(cuEventDestroy_v2) X(cuTensorMapEncodeTiled) X(cuPointerGetAttribute) X(cuStreamCreate)  \
+  X(cuStreamDestroy_v2)
 
 struct DriverApi {
 #define KILN_DRIVER_MEMBER(symbol) decltype(&::symbol) symbol = nullptr;
@@ -74,6 +75,10 @@ void memcpy_htod(CUdeviceptr dst, const void* src, size_t bytes);
 void memcpy_dtoh(void* dst, CUdeviceptr src, size_t bytes);
 void memcpy_dtod(CUdeviceptr dst, CUdeviceptr src, size_t bytes);
 void memcpy_dtod_async(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream = nullptr);
+
+// The ordinal of the device that holds `ptr`, or -1 when `ptr` is no CUDA
+// allocation (host memory, a freed or made-up pointer); *why then says why.
+int pointer_device_ordinal(CUdeviceptr ptr, std::string* why = nullptr);
 
 int func_attribute(CUfunction function, CUfunction_attribute attribute);
 void func_set_attribute(CUfunction function, CUfunction_attribute attribute, int value);

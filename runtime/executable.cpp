@@ -49,20 +49,29 @@ void Executable::bind(const std::vector<const DeviceBuffer*>& inputs, const std:
   if (inputs.size() != plan_.inputs.size() || outputs.size() != plan_.outputs.size())
     throw Error(fmt::format("the graph takes {} inputs and {} outputs; {} and {} buffers were given",
                             plan_.inputs.size(), plan_.outputs.size(), inputs.size(), outputs.size()));
+  std::vector<CUdeviceptr> in_ptrs, out_ptrs;
   for (size_t i = 0; i < inputs.size(); ++i) {
     check_buffer(inputs[i], plan_.inputs[i], "input");
-    bound_[plan_.inputs[i]] = inputs[i]->ptr();
+    in_ptrs.push_back(inputs[i]->ptr());
   }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    check_buffer(outputs[i], plan_.outputs[i], "output");
+    out_ptrs.push_back(outputs[i]->ptr());
+  }
+  bind_pointers(in_ptrs, out_ptrs);
+}
+
+void Executable::bind_pointers(const std::vector<CUdeviceptr>& inputs, const std::vector<CUdeviceptr>& outputs) {
+  for (size_t i = 0; i < inputs.size(); ++i) bound_[plan_.inputs[i]] = inputs[i];
   output_copies_.clear();
   std::vector<bool> written(plan_.buffers.size(), false);
   for (size_t i = 0; i < outputs.size(); ++i) {
     int b = plan_.outputs[i];
-    check_buffer(outputs[i], b, "output");
     if (plan_.buffers[b].role == passes::BufferRole::Input || written[b]) {
-      output_copies_.emplace_back(outputs[i]->ptr(), b);
+      output_copies_.emplace_back(outputs[i], b);
       continue;
     }
-    bound_[b] = outputs[i]->ptr();
+    bound_[b] = outputs[i];
     written[b] = true;
   }
   // Tensor maps hold the pointers they describe: encoded here, once per binding.
@@ -73,28 +82,55 @@ void Executable::bind(const std::vector<const DeviceBuffer*>& inputs, const std:
   }
 }
 
-void Executable::launch() {
+void Executable::run(const std::vector<DeviceTensor>& inputs, const std::vector<DeviceTensor>& outputs,
+                     CUstream stream) {
+  check_device_tensors(plan_, inputs, outputs);
+  Device::get();          // the primary context current on this thread, which the pointer queries need
+  const int device = 0;   // Device::get() is device 0
+  auto check_device = [&](const DeviceTensor& t, const std::string& what) {
+    std::string why;
+    int ordinal = cu::pointer_device_ordinal(t.data, &why);
+    if (ordinal < 0)
+      throw Error(fmt::format("{}: 0x{:x} is not CUDA device memory ({}); Kiln runs on device pointers", what, t.data,
+                              why));
+    if (ordinal != device)
+      throw Error(fmt::format("{}: the tensor is on CUDA device {}; Kiln runs on device {}", what, ordinal, device));
+  };
+  std::vector<CUdeviceptr> in_ptrs, out_ptrs;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    check_device(inputs[i], fmt::format("input {} %{}", i, plan_.buffers[plan_.inputs[i]].name));
+    in_ptrs.push_back(inputs[i].data);
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    check_device(outputs[i], fmt::format("output {} %{}", i, plan_.buffers[plan_.outputs[i]].name));
+    out_ptrs.push_back(outputs[i].data);
+  }
+  bind_pointers(in_ptrs, out_ptrs);
+  launch(stream);
+}
+
+void Executable::launch(CUstream stream) {
   const bool trace = knobs::debug_level() >= 1;
   for (const LoadedKernel& k : kernels_) {
     if (!k.args) throw Error(fmt::format("kernel {}: launched before its buffers were bound", k.name));
     const std::vector<void*>& args = k.args->pointers();
-    k.args->stage();
+    k.args->stage(stream);
     Dim3 grid{k.launch.grid[0], k.launch.grid[1], k.launch.grid[2]};
     Dim3 block{k.launch.block[0], k.launch.block[1], k.launch.block[2]};
     if (!trace) {
-      launch_kernel(k.function, grid, block, k.launch.shared_bytes, args, k.name);
+      launch_kernel(k.function, grid, block, k.launch.shared_bytes, args, k.name, stream);
       continue;
     }
     Event start, stop;
-    start.record();
-    launch_kernel(k.function, grid, block, k.launch.shared_bytes, args, k.name);
-    stop.record();
+    start.record(stream);
+    launch_kernel(k.function, grid, block, k.launch.shared_bytes, args, k.name, stream);
+    stop.record(stream);
     stop.synchronize();
     std::cerr << fmt::format("kiln: launched {} grid ({},{},{}) block ({},{},{}) in {:.3f} ms\n", k.name, grid.x,
                              grid.y, grid.z, block.x, block.y, block.z, stop.elapsed_ms_since(start));
   }
   for (const auto& [dst, src] : output_copies_)
-    cu::memcpy_dtod_async(dst, bound_[src], static_cast<size_t>(plan_.buffers[src].type.bytes()));
+    cu::memcpy_dtod_async(dst, bound_[src], static_cast<size_t>(plan_.buffers[src].type.bytes()), stream);
 }
 
 void Executable::run(const std::vector<const DeviceBuffer*>& inputs, const std::vector<DeviceBuffer*>& outputs) {

@@ -80,7 +80,7 @@ LaunchArgs::LaunchArgs(const codegen::LaunchDims& launch, const std::vector<CUde
 
 namespace kiln::runtime {
 
-void LaunchArgs::stage() const {
+void LaunchArgs::stage(CUstream stream) const {
   for (size_t i = 0; i < staged_.size(); ++i) {
     const codegen::StagedOperand& s = staged_[i];
     CUdeviceptr src = ptrs_.at(static_cast<size_t>(s.arg)), dst = copies_[i].ptr();
@@ -89,7 +89,7 @@ void LaunchArgs::stage() const {
     const unsigned blocks_x = static_cast<unsigned>((cols + 2047) / 2048);
     const unsigned blocks_y = static_cast<unsigned>(std::min<unsigned long long>(rows, 65535));
     launch_kernel(helper_kernel(kPitchedCopySource, "kiln_pitched_copy16", Device::get().compile_target()),
-                  Dim3{blocks_x, blocks_y}, Dim3{256}, 0, args, "kiln_pitched_copy16");
+                  Dim3{blocks_x, blocks_y}, Dim3{256}, 0, args, "kiln_pitched_copy16", stream);
   }
 }
 

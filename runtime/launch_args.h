@@ -24,8 +24,8 @@ public:
 
   // What cuLaunchKernel takes: the address of each parameter.
   const std::vector<void*>& pointers() const { return args_; }
-  // Enqueues the copies of the staged operands (none for most kernels).
-  void stage() const;
+  // Enqueues the copies of the staged operands on `stream` (none for most kernels).
+  void stage(CUstream stream = nullptr) const;
 
 private:
   std::vector<codegen::StagedOperand> staged_;

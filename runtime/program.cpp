@@ -112,4 +112,10 @@ Executable& Program::executable() {
 
 std::vector<HostTensor> Program::run(const std::vector<HostTensor>& inputs) { return executable().run(inputs); }
 
+void Program::run(const std::vector<DeviceTensor>& inputs, const std::vector<DeviceTensor>& outputs,
+                  CUstream stream) {
+  check_device_tensors(plan_, inputs, outputs);
+  executable().run(inputs, outputs, stream);
+}
+
 }  // namespace kiln::runtime

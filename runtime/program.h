@@ -13,6 +13,7 @@
 #include "ir/tensor.h"
 #include "passes/lower.h"
 #include "passes/pass_manager.h"
+#include "runtime/device_tensor.h"
 #include "runtime/nvrtc.h"
 
 namespace kiln::runtime {
@@ -58,6 +59,11 @@ public:
   // Runs on the GPU: inputs in the order of the graph's inputs; returns the outputs
   // in the order of its outputs. Loads modules and allocates buffers on first use.
   std::vector<HostTensor> run(const std::vector<HostTensor>& inputs);
+  // Runs in place on device tensors the caller owns, enqueued on the caller's stream
+  // (a CUstream or cudaStream_t; null: the legacy default stream), without copies or
+  // a sync: see Executable::run. The tensors are checked before a GPU is needed.
+  void run(const std::vector<DeviceTensor>& inputs, const std::vector<DeviceTensor>& outputs,
+           CUstream stream = nullptr);
   Executable& executable();  // the device side (created on first use)
 
 private:

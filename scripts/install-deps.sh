@@ -9,7 +9,7 @@ set -euo pipefail
 
 packages=(cmake ninja-build g++ libfmt-dev libcli11-dev nlohmann-json3-dev libgtest-dev
           llvm-14-tools llvm-14-dev clang-14 libclang-rt-14-dev python3
-          python3-numpy python3-matplotlib)
+          python3-numpy python3-matplotlib python3-dev python3-pybind11 pybind11-dev)
 
 # The CUDA toolkit: CUDA_HOME, then CUDA_PATH, then /usr/local/cuda; it must hold
 # nvcc, NVRTC's header and its library.

@@ -1,8 +1,10 @@
 // `kiln run FILE`: compile a graph, run it on the GPU on random inputs (never
-// zeros), and check every output against the reference interpreter. --bench times
+// zeros) or on the caller's (--inputs DIR: one NAME.npy per input, as --save
+// writes them), and check every output against the reference interpreter. --bench times
 // the whole graph against the device-to-device copy bandwidth measured in the same
 // run; --compile-only needs no GPU: it compiles every kernel and evaluates the reference.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <filesystem>
 #include <fstream>
@@ -22,7 +24,7 @@
 #include "runtime/reference.h"
 #include "runtime/timer.h"
 #include "tools/commands.h"
-#include "tools/npy.h"
+#include "runtime/npy.h"
 
 namespace kiln::tools {
 
@@ -34,6 +36,7 @@ struct RunArgs {
   bool bench = false;
   bool compile_only = false;
   std::string save_dir;
+  std::string inputs_dir;
   std::string arch;
   std::string pipeline = std::string(runtime::kCompilePipeline);
 };
@@ -73,13 +76,33 @@ void save_all(const std::string& dir, const ir::Graph& g, const std::vector<Host
               const std::vector<HostTensor>& outputs, const std::vector<HostTensor>& reference) {
   std::filesystem::create_directories(dir);
   auto names = ir::value_names(g);
-  for (size_t i = 0; i < inputs.size(); ++i) write_npy(dir + "/" + names.at(g.inputs()[i]->id) + ".npy", inputs[i]);
+  for (size_t i = 0; i < inputs.size(); ++i)
+    runtime::write_npy(dir + "/" + names.at(g.inputs()[i]->id) + ".npy", inputs[i]);
   for (size_t i = 0; i < outputs.size(); ++i)
-    write_npy(fmt::format("{}/out{}_{}.npy", dir, i, names.at(g.outputs()[i]->id)), outputs[i]);
+    runtime::write_npy(fmt::format("{}/out{}_{}.npy", dir, i, names.at(g.outputs()[i]->id)), outputs[i]);
   for (size_t i = 0; i < reference.size(); ++i)
-    write_npy(fmt::format("{}/ref{}_{}.npy", dir, i, names.at(g.outputs()[i]->id)), reference[i]);
+    runtime::write_npy(fmt::format("{}/ref{}_{}.npy", dir, i, names.at(g.outputs()[i]->id)), reference[i]);
   write_manifest(dir, g, !outputs.empty());
   std::cout << fmt::format("saved inputs, outputs, reference outputs (.npy) and manifest.json under {}\n", dir);
+}
+
+// The graph's inputs from DIR/NAME.npy, each checked against the input's type.
+std::vector<HostTensor> load_inputs(const std::string& dir, const ir::Graph& g) {
+  auto names = ir::value_names(g);
+  std::vector<std::string> files;
+  for (const ir::Value* v : g.inputs()) files.push_back(names.at(v->id) + ".npy");
+  std::vector<HostTensor> inputs;
+  for (size_t i = 0; i < g.inputs().size(); ++i) {
+    const ir::Value* v = g.inputs()[i];
+    const std::string what = fmt::format("input {} %{}", i, names.at(v->id));
+    const std::string path = dir + "/" + files[i];
+    if (!std::filesystem::exists(path))
+      throw Error(fmt::format("{} ({}): {} not found; --inputs reads one NAME.npy per graph input, as --save "
+                              "writes them: {}",
+                              what, v->type.str(), path, fmt::join(files, ", ")));
+    inputs.push_back(runtime::read_npy(path, v->type, what));
+  }
+  return inputs;
 }
 
 void bench(runtime::Executable& exe, const std::vector<HostTensor>& inputs) {
@@ -118,7 +141,8 @@ int run(const RunArgs& a) {
                              ir::kernel_kind_name(k.kernel.kind), k.kernel.config.str(), program.arch(),
                              k.binary.ptx.size(), k.binary.cubin.size(), k.binary.from_cache ? " (cached)" : "");
 
-  std::vector<HostTensor> inputs = ir::random_inputs(g, a.seed);
+  std::vector<HostTensor> inputs = a.inputs_dir.empty() ? ir::random_inputs(g, a.seed) : load_inputs(a.inputs_dir, g);
+  if (!a.inputs_dir.empty()) std::cout << fmt::format("read {} input(s) from {}\n", inputs.size(), a.inputs_dir);
   runtime::ReferenceReport how;
   std::vector<HostTensor> reference = runtime::reference_outputs(g, inputs, &how);
   if (a.compile_only) {
@@ -158,6 +182,9 @@ Command add_run_command(CLI::App& kiln) {
   app->add_flag("--bench", args->bench,
                 "also time the graph (CUDA events, warm-up, median of 100) and report GB/s against the "
                 "device-to-device copy bandwidth measured in the same run");
+  app->add_option("--inputs", args->inputs_dir,
+                  "read the inputs from DIR/NAME.npy (one per graph input, as --save writes them) instead of "
+                  "drawing random ones");
   app->add_option("--save", args->save_dir, "write inputs, outputs and reference outputs as .npy files to DIR");
   app->add_flag("--compile-only", args->compile_only,
                 "compile every kernel through NVRTC and evaluate the reference; needs no GPU");
