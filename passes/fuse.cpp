@@ -11,15 +11,16 @@
 //   1. graph outputs and values that a reduction, matmul or composite reads;
 //   2. values under a reshape that cannot become index arithmetic;
 //   3. values that several kernels would otherwise recompute, when recomputing costs
-//      more memory traffic than one write and one read (or many ops).
+//      more memory traffic than one write and one read (or many ops);
+//   4. values that cut a cone of more than kMaxFusedOps element-wise ops into pieces
+//      (passes/fusion_limits.h: NVRTC's time grows with the body).
 // Roots of one shape that share work or inputs, or feed one another, then merge into
 // one multi-output kernel unless that would create a cycle through another kernel or
-// a reduction. Constants, iota and views are free: every kernel that needs one gets
-// its own copy, and views become index arithmetic on loads.
+// a reduction, or exceed kMaxFusedOps. Constants, iota and views are free: every
+// kernel that needs one gets its own copy, and views become index arithmetic on loads.
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <functional>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -28,6 +29,7 @@
 #include "ir/error.h"
 #include "passes/fuse_gemm.h"
 #include "passes/fuse_reduce.h"
+#include "passes/fusion_limits.h"
 #include "passes/lower.h"
 #include "passes/pass.h"
 
@@ -60,7 +62,7 @@ constexpr int kMaxRecomputedOps = 16;
 
 class Fuser {
 public:
-  explicit Fuser(ir::Graph& g) : g_(g), rows_(plan_row_groups(g)) {
+  explicit Fuser(ir::Graph& g) : g_(g), rows_(plan_row_groups(g)), max_ops_(max_fused_ops()) {
     for (RowGroup& grp : plan_gemm_groups(g, rows_)) rows_.push_back(std::move(grp));
     auto nodes = g.nodes();
     for (size_t i = 0; i < nodes.size(); ++i) position_[nodes[i]] = static_cast<int>(i);
@@ -128,6 +130,7 @@ private:
   // (rules 2 and 3) and the grouping must be redone.
   bool plan(std::vector<KernelPlan>& kernels) {
     std::vector<KernelPlan> singles;
+    bool split = false;
     for (const Value* r : sorted_roots()) {
       auto inside = [&](const Value* v) { return v == r || inlinable(v); };
       PointwiseBuild b = build_pointwise("cone", {r}, inside, {});
@@ -135,8 +138,10 @@ private:
         write(b.must_load, true);
         return false;
       }
+      split = split_large_cone(b.nodes) || split;
       singles.push_back(KernelPlan{r->type.shape, {r}, b.nodes, {b.loads.begin(), b.loads.end()}});
     }
+    if (split) return false;
     kernels = merge(std::move(singles));
     for (const KernelPlan& k : kernels) {  // the kernel exactly as lowering will build it
       auto inside = [&](const Value* v) { return v->producer && k.nodes.count(v->producer); };
@@ -153,6 +158,30 @@ private:
     return true;
   }
 
+  int element_wise_ops(const std::set<const Node*>& nodes) const {
+    return static_cast<int>(
+        std::count_if(nodes.begin(), nodes.end(), [this](const Node* n) { return role(n) == Role::Compute; }));
+  }
+
+  // Rule 4: a cone of more than kMaxFusedOps element-wise ops is cut into pieces of
+  // kMaxFusedOps in graph order, latest first (a chain splits evenly in one round;
+  // other shapes may need more rounds). Returns whether it wrote a value.
+  bool split_large_cone(const std::set<const Node*>& cone) {
+    std::vector<const Node*> ops;
+    for (const Node* n : cone)
+      if (role(n) == Role::Compute) ops.push_back(n);
+    if (ops.size() <= static_cast<size_t>(max_ops_)) return false;
+    std::sort(ops.begin(), ops.end(), [&](const Node* a, const Node* b) { return pos(a) < pos(b); });
+    bool wrote = false;
+    for (size_t above = static_cast<size_t>(max_ops_); above < ops.size(); above += static_cast<size_t>(max_ops_)) {
+      const Value* v = ops[ops.size() - 1 - above]->result;
+      if (roots_.count(v)) continue;
+      write(v, true);
+      wrote = true;
+    }
+    return wrote;
+  }
+
   std::vector<KernelPlan> merge(std::vector<KernelPlan> singles) const {
     std::vector<KernelPlan> kernels;
     for (KernelPlan& mine : singles) {
@@ -160,7 +189,7 @@ private:
       for (size_t i = 0; i < kernels.size();) {
         if (kernels[i].shape == mine.shape && connected(kernels[i], mine)) {
           KernelPlan both = united(kernels[i], mine);
-          if (!cyclic(both)) {
+          if (element_wise_ops(both.nodes) <= max_ops_ && !cyclic(both)) {
             mine = std::move(both);
             kernels.erase(kernels.begin() + static_cast<std::ptrdiff_t>(i));
             at = std::min(at, i);
@@ -377,15 +406,26 @@ private:
     return order;
   }
 
+  // Operands first, depth first from each node in block order; an explicit stack, so
+  // that a block holding a chain of tens of thousands of nodes does not overflow.
   static void append_topologically(const std::vector<Node*>& block, std::vector<Node*>& order) {
     std::unordered_set<const Node*> in_block(block.begin(), block.end()), done;
-    std::function<void(Node*)> visit = [&](Node* n) {
-      if (!done.insert(n).second) return;
-      for (Value* u : n->operands)
-        if (u->producer && in_block.count(u->producer)) visit(u->producer);
-      order.push_back(n);
-    };
-    for (Node* n : block) visit(n);
+    std::vector<std::pair<Node*, size_t>> stack;  // (node, next operand to visit)
+    for (Node* start : block) {
+      if (!done.insert(start).second) continue;
+      stack.push_back({start, 0});
+      while (!stack.empty()) {
+        auto& [n, next] = stack.back();
+        if (next < n->operands.size()) {
+          Value* u = n->operands[next++];
+          if (u->producer && in_block.count(u->producer) && done.insert(u->producer).second)
+            stack.push_back({u->producer, 0});
+          continue;
+        }
+        order.push_back(n);
+        stack.pop_back();
+      }
+    }
   }
 
   ir::Graph& g_;
@@ -394,6 +434,7 @@ private:
   std::unordered_map<const Node*, int> position_;
   std::unordered_set<const Value*> roots_;  // values some kernel writes
   std::unordered_set<const Value*> cut_;    // values every reader loads
+  const int max_ops_;                       // element-wise ops per kernel (rule 4)
 };
 
 // What a fused graph looks like: the node order and each node's group and name.

@@ -14,6 +14,7 @@
 #include <unordered_set>
 
 #include "ir/error.h"
+#include "passes/fusion_limits.h"
 #include "passes/lower.h"
 
 namespace kiln::passes {
@@ -153,29 +154,43 @@ private:
 
   bool depends_on(const Value* v, const std::set<const Node*>& group) const { return depends_on_group(v, group); }
 
+  // Grows from the seed until nothing more joins or the group computes max_fused_ops()
+  // element-wise ops (the rest is left to pointwise kernels).
   std::set<const Node*> grow(const Node* seed, const Target& t, const std::set<const Node*>& excluded) const {
     std::set<const Node*> group{seed};
+    int element_wise = 0;
+    const int max_ops = max_fused_ops();
+    auto room = [&](const Node* n) { return !ir::is_elementwise(n->op) || element_wise < max_ops; };
+    auto join = [&](const Node* n) {
+      group.insert(n);
+      if (ir::is_elementwise(n->op)) ++element_wise;
+    };
     for (bool changed = true; changed;) {
       changed = false;
-      for (bool back = true; back;) {  // producers
-        back = false;
-        for (const Node* n : std::vector<const Node*>(group.begin(), group.end()))
+      // Producers, breadth first from the nodes that joined last.
+      std::vector<const Node*> frontier(group.begin(), group.end());
+      while (!frontier.empty()) {
+        std::vector<const Node*> next;
+        for (const Node* n : frontier)
           for (const Value* u : n->operands)
-            if (u->producer && !group.count(u->producer) && joinable(u->producer, t, excluded)) {
-              group.insert(u->producer);
-              back = changed = true;
+            if (u->producer && !group.count(u->producer) && joinable(u->producer, t, excluded) && room(u->producer)) {
+              join(u->producer);
+              next.push_back(u->producer);
+              changed = true;
             }
+        frontier = std::move(next);
       }
       for (const Node* n : nodes_) {  // consumers, in order
-        if (group.count(n) || !live_.count(n) || !joinable(n, t, excluded)) continue;
+        if (group.count(n) || !live_.count(n) || !joinable(n, t, excluded) || !room(n)) continue;
         if (!storable(n->result->type.shape, t)) continue;
-        bool reads_group = false, independent = true;
-        for (const Value* u : n->operands) {
-          if (u->producer && group.count(u->producer)) reads_group = true;
-          else independent = independent && !depends_on(u, group);
-        }
-        if (reads_group && independent) {
-          group.insert(n);
+        bool reads_group = false;
+        for (const Value* u : n->operands) reads_group = reads_group || (u->producer && group.count(u->producer));
+        if (!reads_group) continue;
+        bool independent = true;  // checked only now: depends_on walks the graph upstream
+        for (const Value* u : n->operands)
+          if (!(u->producer && group.count(u->producer))) independent = independent && !depends_on(u, group);
+        if (independent) {
+          join(n);
           changed = true;
         }
       }
