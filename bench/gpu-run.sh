@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine over a build made elsewhere (build/): every GPU test (in
-# parallel, the autotuner's alone so that its timings are quiet), one autotuner sweep
+# parallel, the autotuner's alone so that its timings are quiet), the GPU tests and
+# small cases under compute-sanitizer (bench/sanitize.sh), one autotuner sweep
 # with an empty compile cache, then `kiln bench` (default, tuned and hand-written kernels
 # side by side, merged with the PyTorch / Triton rows of bench/results/peers-h200.json).
 # Logs, JSON and CSV go to the folder given as the first argument (default out/gpu);
@@ -18,6 +19,11 @@ status=0
 ctest --test-dir build -L gpu -E AutotunerGpu -j "$(nproc)" --output-on-failure > "$out/gpu-tests.log" 2>&1 || status=1
 ctest --test-dir build -R AutotunerGpu --output-on-failure >> "$out/gpu-tests.log" 2>&1 || status=1
 grep -E "tests passed|Failed" "$out/gpu-tests.log"
+# compute-sanitizer (memcheck, racecheck, synccheck, initcheck) at small shapes, logs in
+# $out/sanitize/ (bench/sanitize.sh); KILN_SANITIZE=0 skips it.
+if [[ "${KILN_SANITIZE:-1}" != 0 ]]; then
+  bench/sanitize.sh "$out" | tee "$out/sanitize.log" || status=1
+fi
 # The autotuner's speed: one sweep of a softmax kernel, wall time with compiles (the
 # compile cache is emptied first so that NVRTC really runs).
 rm -rf "$KILN_CACHE_DIR"
