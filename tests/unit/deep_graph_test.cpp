@@ -72,6 +72,32 @@ TEST(DeepGraph, LongPrologueOfAReductionIsSplitToo) {
   for (const ir::Kernel& k : plan.kernels) EXPECT_LE(element_wise_ops(k), passes::kMaxFusedOps) << k.name;
 }
 
+// A product or a reduction followed by a long chain: the epilogue stops at the cap.
+ir::Graph chain_after(ir::OpKind head, int ops) {
+  ir::Graph g("after");
+  ir::Value* a = g.add_input("a", {DType::f32, {64, 64}});
+  ir::Value* v = nullptr;
+  ir::Attrs attrs;
+  if (head == ir::OpKind::Matmul) {
+    v = g.add(head, {a, a});
+  } else {
+    attrs.set("axis", std::vector<int64_t>{1});
+    v = g.add(head, {a}, attrs);
+  }
+  for (int i = 0; i < ops; ++i) v = i % 2 == 0 ? g.add(ir::OpKind::Exp, {v}) : g.add(ir::OpKind::Mul, {v, v});
+  g.add_output(v);
+  return g;
+}
+
+TEST(DeepGraph, LongEpiloguesOfAProductAndAReductionAreSplit) {
+  for (ir::OpKind head : {ir::OpKind::Matmul, ir::OpKind::ReduceSum}) {
+    ir::Graph g = chain_after(head, 30000);
+    passes::Plan plan = compiled(g);
+    EXPECT_EQ(plan.kernels.front().kind, head == ir::OpKind::Matmul ? ir::KernelKind::Gemm : ir::KernelKind::RowReduce);
+    for (const ir::Kernel& k : plan.kernels) EXPECT_LE(element_wise_ops(k), passes::kMaxFusedOps) << k.name;
+  }
+}
+
 TEST(DeepGraph, ChainUpToTheCapIsOneKernel) {
   ir::Graph g = chain(passes::kMaxFusedOps);
   EXPECT_EQ(compiled(g).kernels.size(), 1u);
