@@ -236,17 +236,30 @@ private:
     return false;
   }
 
-  static bool depends_on(const Value* v, const std::unordered_set<const Value*>& targets) {
+  // Whether `v` waits for one of `targets`. A value that a row-reduce or gemm group
+  // computes is ready only once its whole kernel has run, so it waits for everything
+  // that kernel reads, not only for its own operands.
+  bool depends_on(const Value* v, const std::unordered_set<const Value*>& targets) const {
     std::vector<const Value*> stack{v};
     std::unordered_set<const Value*> seen;
+    std::unordered_set<int> groups_seen;
+    auto visit = [&](const Value* u) {
+      if (targets.count(u)) return true;
+      stack.push_back(u);
+      return false;
+    };
     while (!stack.empty()) {
       const Value* x = stack.back();
       stack.pop_back();
       if (!x->producer || !seen.insert(x).second) continue;
-      for (const Value* u : x->producer->operands) {
-        if (targets.count(u)) return true;
-        stack.push_back(u);
-      }
+      for (const Value* u : x->producer->operands)
+        if (visit(u)) return true;
+      auto row = row_of_.find(x->producer);
+      if (row == row_of_.end() || !groups_seen.insert(row->second).second) continue;
+      const RowGroup& grp = rows_[static_cast<size_t>(row->second)];
+      for (const Node* n : grp.nodes)
+        for (const Value* u : n->operands)
+          if ((!u->producer || !grp.nodes.count(u->producer)) && visit(u)) return true;
     }
     return false;
   }
