@@ -102,8 +102,9 @@ private:
         for (const Value* u : n->operands) {
           if (!u->producer || grp.nodes.count(u->producer)) continue;
           if (role(u->producer) == Role::Compute) write(u, true);
-          // A view a matmul reads that its layout could not fold: copied into memory.
-          if (n->op == ir::OpKind::Matmul && role(u->producer) == Role::Free) write(u, false);
+          // A view or constant that a group reads but does not hold (a view a matmul's
+          // layout could not fold, the iota under a gemm operand's prologue): copied into memory.
+          if (role(u->producer) == Role::Free) write(u, false);
         }
     for (const Node* n : g_.nodes()) {
       if (role(n) != Role::Opaque || row_of_.count(n)) continue;

@@ -58,9 +58,9 @@ Verdict check_on_gpu(const ir::Graph& g, uint64_t input_seed) {
   return v;
 }
 
-Verdict check_compile_only(const ir::Graph& g) {
+Verdict check_compile_only(const ir::Graph& g, bool nvrtc) {
   PipelineOptions options;
-  options.nvrtc = true;
+  options.nvrtc = nvrtc;
   options.reference = true;
   try {
     PipelineOutcome r = run_pipeline(g, options);

@@ -24,7 +24,8 @@ std::string_view verdict_name(Verdict::Kind k);
 
 // On the GPU.
 Verdict check_on_gpu(const ir::Graph& g, uint64_t input_seed);
-// Without one: the pipeline check with NVRTC and the reference (pipeline_check.h).
-Verdict check_compile_only(const ir::Graph& g);
+// Without one: the pipeline check with the reference, and NVRTC unless `nvrtc` is
+// false (pipeline_check.h).
+Verdict check_compile_only(const ir::Graph& g, bool nvrtc = true);
 
 }  // namespace kiln::fuzz

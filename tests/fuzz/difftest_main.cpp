@@ -34,6 +34,8 @@ struct Args {
   uint64_t seed = 1;
   std::string out = "out/difftest";
   bool compile_only = false;
+  bool no_nvrtc = false;
+  bool verbose = false;
   int max_ops = 12;
   int64_t max_elements = 4096;
   int shrink_attempts = 300;
@@ -70,7 +72,7 @@ int run(const Args& a) {
     std::cout << fmt::format("kiln-difftest: no GPU found ({}); checking the compile path only (passes, codegen, "
                              "NVRTC, the reference interpreter): nothing runs on a GPU\n", why);
   auto check = [&](const kiln::ir::Graph& g, uint64_t seed) {
-    return gpu ? kiln::fuzz::check_on_gpu(g, seed) : kiln::fuzz::check_compile_only(g);
+    return gpu ? kiln::fuzz::check_on_gpu(g, seed) : kiln::fuzz::check_compile_only(g, !a.no_nvrtc);
   };
   kiln::fuzz::GeneratorLimits limits;
   limits.max_ops = a.max_ops;
@@ -90,6 +92,8 @@ int run(const Args& a) {
     ++graphs;
     ++counts[v.kind];
     if (v.kind == Verdict::Kind::Rejected) ++rejections[rejection_kind(v.detail)];
+    if (a.verbose && v.kind == Verdict::Kind::Rejected)
+      std::cout << fmt::format("seed {}: rejected: {}\n", seed, rejection_kind(v.detail));
     if (v.kind == Verdict::Kind::Pass || v.kind == Verdict::Kind::Rejected) continue;
 
     ++failures;
@@ -140,6 +144,8 @@ int main(int argc, char** argv) {
   app.add_option("--seed", a.seed, "the first graph's seed; graph i has seed + i")->capture_default_str();
   app.add_option("--out", a.out, "folder for the reproducers")->capture_default_str();
   app.add_flag("--compile-only", a.compile_only, "check the compile path only, even with a GPU");
+  app.add_flag("--no-nvrtc", a.no_nvrtc, "compile-only: stop at the CUDA source (a quick sweep of the passes)");
+  app.add_flag("--verbose", a.verbose, "name the seed of every rejected graph too");
   app.add_option("--max-ops", a.max_ops, "ops drawn per graph")->capture_default_str();
   app.add_option("--max-elements", a.max_elements, "elements per tensor at most")->capture_default_str();
   app.add_option("--shrink-attempts", a.shrink_attempts, "checks the shrinker may spend per failure")
