@@ -364,12 +364,21 @@ private:
   // Appends copies of `copies` (in order) for kernel k and points k's nodes at them.
   void copy_into(int k, const std::vector<const Node*>& copies, const std::set<const Node*>& members,
                  std::unordered_map<const Node*, int>& owner) {
+    // Keyed by the original value. A node copied here may already read another
+    // kernel's copy (made for that kernel alone): it reads this kernel's copy of the
+    // same value instead, or else the original.
     std::unordered_map<const Value*, Value*> copy_of;
+    auto mine = [&](Value* u) {
+      Value* o = original(u);
+      auto it = copy_of.find(o);
+      return it != copy_of.end() ? it->second : o;
+    };
     for (const Node* n : copies) {
       std::vector<Value*> operands;
-      for (Value* u : n->operands) operands.push_back(copy_of.count(u) ? copy_of[u] : u);
+      for (Value* u : n->operands) operands.push_back(mine(u));
       Value* c = g_.add(n->op, operands, n->attrs, n->result->type, n->loc);
-      copy_of[n->result] = c;
+      copy_of[original(n->result)] = c;
+      original_of_[c] = original(n->result);
       owner[c->producer] = k;
       position_[c->producer] = static_cast<int>(position_.size());
     }
@@ -377,9 +386,13 @@ private:
     for (Node* n : g_.nodes()) {
       auto it = owner.find(n);
       if (!members.count(n) || it == owner.end() || it->second != k) continue;
-      for (Value*& u : n->operands)
-        if (copy_of.count(u)) u = copy_of[u];
+      for (Value*& u : n->operands) u = mine(u);
     }
+  }
+
+  Value* original(Value* v) const {
+    auto it = original_of_.find(v);
+    return it != original_of_.end() ? it->second : v;
   }
 
   // A topological order of blocks (each kernel, each ungrouped node), the earliest
@@ -449,6 +462,7 @@ private:
   std::unordered_set<const Value*> roots_;  // values some kernel writes
   std::unordered_set<const Value*> cut_;    // values every reader loads
   const int max_ops_;                       // element-wise ops per kernel (rule 4)
+  std::unordered_map<const Value*, Value*> original_of_;  // copy -> the value it copies
 };
 
 // What a fused graph looks like: the node order and each node's group and name.

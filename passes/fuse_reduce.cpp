@@ -44,13 +44,26 @@ std::vector<const Value*> escaping_values(const std::set<const Node*>& group, co
                                           const std::vector<std::vector<Node*>>& users,
                                           const std::unordered_set<const Node*>& live,
                                           const std::unordered_set<const Value*>& outputs) {
-  std::vector<const Value*> out;
+  std::unordered_set<const Value*> leaving;
   for (const Node* n : nodes) {
-    if (!group.count(n) || is_free_node(*n)) continue;
+    if (!group.count(n)) continue;
     bool leaves = outputs.count(n->result) > 0;
     for (const Node* u : users[n->result->id]) leaves = leaves || (!group.count(u) && live.count(u));
-    if (leaves) out.push_back(n->result);
+    if (!leaves) continue;
+    // A view or constant read outside the group is copied for its readers, and the copy
+    // reads what the view reads: the computed value under it leaves the group too.
+    for (const Value* w = n->result; w->producer && group.count(w->producer);) {
+      if (!is_free_node(*w->producer)) {
+        leaving.insert(w);
+        break;
+      }
+      if (w->producer->operands.empty()) break;
+      w = w->producer->operands[0];
+    }
   }
+  std::vector<const Value*> out;  // in graph order
+  for (const Node* n : nodes)
+    if (leaving.count(n->result)) out.push_back(n->result);
   return out;
 }
 
