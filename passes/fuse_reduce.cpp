@@ -281,7 +281,9 @@ private:
       if (viable(group, t)) return group;
       break;
     }
-    // The reduction alone, with the constants and views it reads.
+    // The reduction alone, with the constants and views it reads when the kernel can
+    // fold them (a reshape may not become index arithmetic: then another kernel writes
+    // what the reduction reads).
     std::set<const Node*> group{seed};
     const Value* u = seed->operands[0];
     while (u->producer && is_free_node(*u->producer)) {
@@ -289,6 +291,7 @@ private:
       if (u->producer->operands.empty()) break;
       u = u->producer->operands[0];
     }
+    if (group.size() > 1 && !viable(group, t)) return {seed};
     return group;
   }
 
