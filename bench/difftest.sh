@@ -6,7 +6,7 @@
 # kiln-difftest (--seed, --count, --max-ops, --max-elements, ...).
 #   usage: bench/difftest.sh [SECONDS [LOG_DIR [kiln-difftest arguments...]]]
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 seconds="${1:-600}"
 out="${2:-out/difftest}"
 shift 2 || shift $#
@@ -14,5 +14,5 @@ mkdir -p "$out"
 export KILN_CACHE_DIR="${KILN_CACHE_DIR:-/tmp/kiln-cache}"
 build/bin/kiln-difftest --seconds "$seconds" --out "$out" "$@" 2>&1 | tee "$out/difftest.log"
 status=${PIPESTATUS[0]}
-ls "$out"/seed-*.kiln 2>/dev/null | sed 's/^/reproducer: /'
+for f in "$out"/seed-*.kiln; do [[ -e "$f" ]] && echo "reproducer: $f"; done
 exit "$status"

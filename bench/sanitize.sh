@@ -10,7 +10,7 @@
 # reports an error. KILN_SANITIZE_TIMEOUT bounds each run (seconds, default 1800).
 #   usage: bench/sanitize.sh [LOG_DIR]
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 out="${1:-out/gpu}/sanitize"
 mkdir -p "$out"
 san="${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}"
