@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: installs what Kiln needs, builds the `release` preset, runs CTest
 # (unit, lit and example tests; GPU tests skip on a machine without a GPU), then
-# fuzzes the IR parser for a bounded time.
+# fuzzes the IR parser and the whole compile path (random valid graphs) for a
+# minute each.
 #   KILN_BUILD_JOBS=N limits the build's and the tests' parallel jobs (default: every core).
 set -euo pipefail
 cd "$(dirname "$0")"

@@ -2,7 +2,8 @@
 # Runs on the GPU machine over a build made elsewhere (build/): every GPU test (in
 # parallel, the autotuner's alone so that its timings are quiet), the Python module's
 # GPU test on torch tensors (KILN_PYTHON_DIR, default build/python: the module built
-# for this machine's python3), one autotuner sweep
+# for this machine's python3), the GPU tests and small cases under compute-sanitizer
+# (bench/sanitize.sh), one autotuner sweep
 # with an empty compile cache, then `kiln bench` (default, tuned and hand-written kernels
 # side by side, merged with the PyTorch / Triton rows of bench/results/peers-h200.json).
 # Logs, JSON and CSV go to the folder given as the first argument (default out/gpu);
@@ -23,6 +24,11 @@ grep -E "tests passed|Failed" "$out/gpu-tests.log"
 # Kiln from Python, in place on torch (and CuPy) tensors through DLPack.
 PYTHONPATH="${KILN_PYTHON_DIR:-build/python}" python3 tests/python/test_kiln_gpu.py > "$out/python-gpu.log" 2>&1 || status=1
 tail -n 3 "$out/python-gpu.log"
+# compute-sanitizer (memcheck, racecheck, synccheck, initcheck) at small shapes, logs in
+# $out/sanitize/ (bench/sanitize.sh); KILN_SANITIZE=0 skips it.
+if [[ "${KILN_SANITIZE:-1}" != 0 ]]; then
+  bench/sanitize.sh "$out" | tee "$out/sanitize.log" || status=1
+fi
 # The autotuner's speed: one sweep of a softmax kernel, wall time with compiles (the
 # compile cache is emptied first so that NVRTC really runs).
 rm -rf "$KILN_CACHE_DIR"

@@ -221,9 +221,11 @@ private:
                        c_.vec, a);
     }
     s += "    } else {\n";
+    // A zero of the storage type: a value-initialised kiln_vec, since `T()` is no valid
+    // expression for a type of two words (i1 is stored as unsigned char).
     for (int a : arrays)
-      s += fmt::format("#pragma unroll\n      for (int t = 0; t < {}; ++t) a{}[j * {} + t] = {}();\n", c_.vec, a,
-                       c_.vec, storage(a));
+      s += fmt::format("#pragma unroll\n      for (int t = 0; t < {}; ++t) a{}[j * {} + t] = kiln_vec<{}, 1>{{}}.v[0];\n",
+                       c_.vec, a, c_.vec, storage(a));
     s += "    }\n  }\n";
     if (shared_steps() == 0) return s;
     // The rest of the thread's slice is copied to shared memory with no register on the

@@ -93,15 +93,18 @@ Shape broadcast_all(OpKind k, const std::vector<TensorType>& in) {
 
 TensorType need_annotation(OpKind k, const std::vector<TensorType>& in, const std::optional<TensorType>& a) {
   if (!a) fail(k, in, "the result type must be given");
+  // Kiln has no zero-size tensors: every dim holds at least one element.
   for (int64_t d : a->shape)
-    if (d < 0) fail(k, in, fmt::format("result shape {} has a negative dimension", shape_str(a->shape)));
+    if (d <= 0)
+      fail(k, in, fmt::format("result shape {} has a dimension of size {}; dimensions must be positive (Kiln has "
+                              "no zero-size tensors)", shape_str(a->shape), d));
   return *a;
 }
 
 void check_positive_dims(OpKind k, const std::vector<TensorType>& in) {
   for (const auto& t : in)
     for (int64_t d : t.shape)
-      if (d <= 0) fail(k, in, fmt::format("dimensions must be positive, got {}", t.str()));
+      if (d <= 0) fail(k, in, fmt::format("dimensions must be positive (Kiln has no zero-size tensors), got {}", t.str()));
 }
 
 TensorType infer_reduce(OpKind k, const std::vector<TensorType>& in, const Attrs& attrs) {

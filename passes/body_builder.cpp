@@ -67,6 +67,13 @@ std::optional<Map> unflatten(const std::vector<int64_t>& c, const Shape& w, cons
   return m;
 }
 
+// Result dim i of a transpose is operand dim perm[i].
+Map transpose_map(const std::vector<int64_t>& perm, const Map& m) {
+  Map mu(m.size());
+  for (size_t i = 0; i < perm.size(); ++i) mu[static_cast<size_t>(perm[i])] = m[i];
+  return mu;
+}
+
 std::vector<int64_t> flatten(const Map& m) {
   std::vector<int64_t> out;
   for (const auto& row : m) out.insert(out.end(), row.begin(), row.end());
@@ -122,9 +129,77 @@ int BodyBuilder::demand(const Value* v, const Map& m) {
   if (result_.must_load) return -1;
   auto key = std::make_pair(v->id, flatten(m));
   if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+  prepare(v, m);
+  if (result_.must_load) return -1;
   int id = compute(v, m);
   if (id >= 0) memo_[key] = id;
   return id;
+}
+
+// Computes, deepest first and in the order compute() would ask for them, everything
+// that `v` at `m` needs, with an explicit stack: a chain of tens of thousands of ops
+// would overflow the call stack if compute() recursed through it. compute(v, m) then
+// finds its operands memoised and recurses one level only.
+void BodyBuilder::prepare(const Value* v, const Map& m) {
+  struct Frame {
+    const Value* v;
+    Map m;
+    std::vector<Demand> needs;
+    size_t next = 0;
+  };
+  std::vector<Frame> stack;
+  stack.push_back(Frame{v, m, operand_demands(v, m)});
+  while (!stack.empty() && !result_.must_load) {
+    Frame& top = stack.back();
+    if (top.next < top.needs.size()) {
+      Demand need = top.needs[top.next++];  // a copy: the push below may move `top`
+      if (!memo_.count(std::make_pair(need.first->id, flatten(need.second)))) {
+        std::vector<Demand> needs = operand_demands(need.first, need.second);
+        stack.push_back(Frame{need.first, std::move(need.second), std::move(needs)});
+      }
+      continue;
+    }
+    if (stack.size() > 1) {  // the outermost is the caller's to compute
+      auto key = std::make_pair(top.v->id, flatten(top.m));
+      if (!memo_.count(key)) {
+        int id = compute(top.v, top.m);
+        if (id >= 0) memo_[key] = id;
+      }
+    }
+    stack.pop_back();
+  }
+}
+
+// What compute(v, m) will demand, in its order; none when it loads `v`, when `v` is a
+// source, or when compute() will fail or throw without demanding anything.
+std::vector<BodyBuilder::Demand> BodyBuilder::operand_demands(const Value* v, const Map& m) const {
+  if (!inside_(v)) return {};
+  const Node* n = v->producer;
+  switch (ir::op_info(n->op).category) {
+    case ir::OpCategory::View: {
+      const Value* u = n->operands[0];
+      if (n->op == OpKind::Broadcast) return {{u, broadcast_map(u->type.shape, v->type.shape, m)}};
+      if (n->op == OpKind::Transpose) return {{u, transpose_map(n->attrs.get_ints("perm"), m)}};
+      ReshapeSource src = reshape_source(v, m);
+      if (src.map) return {{src.value, *src.map}};
+      return {};
+    }
+    case ir::OpCategory::Unary:
+    case ir::OpCategory::Cast:
+    case ir::OpCategory::Binary:
+    case ir::OpCategory::Compare:
+    case ir::OpCategory::Select: {
+      std::vector<Demand> needs;
+      for (const Value* u : n->operands) needs.push_back({u, broadcast_map(u->type.shape, v->type.shape, m)});
+      return needs;
+    }
+    case ir::OpCategory::Reduce: {
+      bool computes = !reduced_.empty() ? reduces_this_column(v, m) : rows_ && reduces_this_row(v, m);
+      if (computes) return {{n->operands[0], identity_map(space_)}};
+      return {};
+    }
+    default: return {};
+  }
 }
 
 PointwiseBuild BodyBuilder::finish(const std::vector<const Value*>& roots, const std::vector<int>& ids,
@@ -164,12 +239,7 @@ int BodyBuilder::compute(const Value* v, const Map& m) {
     case ir::OpCategory::View: {
       const Value* u = n->operands[0];
       if (n->op == OpKind::Broadcast) return demand(u, broadcast_map(u->type.shape, v->type.shape, m));
-      if (n->op == OpKind::Transpose) {  // result dim i is operand dim perm[i]
-        const auto& perm = n->attrs.get_ints("perm");
-        Map mu(m.size());
-        for (size_t i = 0; i < perm.size(); ++i) mu[perm[i]] = m[i];
-        return demand(u, mu);
-      }
+      if (n->op == OpKind::Transpose) return demand(u, transpose_map(n->attrs.get_ints("perm"), m));
       return reshape(v, m);
     }
     case ir::OpCategory::Unary:
@@ -200,12 +270,13 @@ int BodyBuilder::compute(const Value* v, const Map& m) {
   }
 }
 
-// A reduction over the current row. It must reduce exactly the space's last dim of
-// a value of the space's shape, and be wanted for the current row (not another).
-int BodyBuilder::reduce(const Value* v, const Map& m) {
+// Whether reduction `v` at `m` reduces exactly the space's last dim of a value of the
+// space's shape, and is wanted for the current row (not another).
+bool BodyBuilder::reduces_this_row(const Value* v, const Map& m) const {
   const Node* n = v->producer;
   const Value* u = n->operands[0];
   const int rank = static_cast<int>(space_.size());
+  if (u->type.shape != space_) return false;
   std::vector<int64_t> axes = n->attrs.get_ints("axis");
   bool last_only = std::find(axes.begin(), axes.end(), rank - 1) != axes.end() ||
                    std::find(axes.begin(), axes.end(), -1) != axes.end();
@@ -214,7 +285,14 @@ int BodyBuilder::reduce(const Value* v, const Map& m) {
     last_only = last_only && (d == rank - 1 || u->type.shape[static_cast<size_t>(d)] == 1);
   }
   std::optional<Map> here = row_map(v->type.shape);
-  if (u->type.shape != space_ || !last_only || !here || *here != m) {
+  return last_only && here && *here == m;
+}
+
+// A reduction over the current row (see reduces_this_row).
+int BodyBuilder::reduce(const Value* v, const Map& m) {
+  const Node* n = v->producer;
+  const Value* u = n->operands[0];
+  if (!reduces_this_row(v, m)) {
     result_.must_load = v;
     result_.failure = fmt::format("{} does not reduce the rows {} of this kernel along their last axis for the "
                                   "row being computed", ir::print_node(*n, names_), shape_str(space_));
@@ -231,10 +309,9 @@ int BodyBuilder::reduce(const Value* v, const Map& m) {
   return result_.kernel.add(std::move(op));
 }
 
-// A reduction over the reduced dims of the current column: it must reduce exactly
-// those dims (size-1 dims aside) of a value of the space's shape, for this column,
-// and depend on no other reduction (a col_reduce kernel reads its columns once).
-int BodyBuilder::reduce_column(const Value* v, const Map& m) {
+// Whether reduction `v` at `m` reduces exactly the kernel's reduced dims (size-1 dims
+// aside) of a value of the space's shape, for the current column.
+bool BodyBuilder::reduces_this_column(const Value* v, const Map& m) const {
   const Node* n = v->producer;
   const Value* u = n->operands[0];
   std::optional<ColReduction> mine = col_reduction(*n);
@@ -246,8 +323,16 @@ int BodyBuilder::reduce_column(const Value* v, const Map& m) {
     return out;
   };
   bool same = mine && u->type.shape == space_ && significant(mine->axes) == significant(reduced_);
+  return same && here && *here == m;
+}
+
+// A reduction over the reduced dims of the current column (see reduces_this_column);
+// it must also depend on no other reduction (a col_reduce kernel reads its columns once).
+int BodyBuilder::reduce_column(const Value* v, const Map& m) {
+  const Node* n = v->producer;
+  const Value* u = n->operands[0];
   int x = -1;
-  if (same && here && *here == m) {
+  if (reduces_this_column(v, m)) {
     x = demand(u, identity_map(space_));
     if (x < 0) return -1;
     if (phase_under(x) == 0) {
@@ -285,20 +370,29 @@ int BodyBuilder::phase_under(int x) const {
 // A reshape keeps the linear index; a chain of them is one. Loading through it
 // needs only the linear offset; computing the value underneath needs its
 // multi-index, which exists only when the regrouping does not straddle dims.
-int BodyBuilder::reshape(const Value* v, const Map& m) {
-  const Node* outer = v->producer;
-  std::vector<int64_t> c = linear_strides(v->type.shape, m, space_.size());
-  const Value* w = outer->operands[0];
+BodyBuilder::ReshapeSource BodyBuilder::reshape_source(const Value* v, const Map& m) const {
+  ReshapeSource src;
+  src.offsets = linear_strides(v->type.shape, m, space_.size());
+  const Value* w = v->producer->operands[0];
   while (inside_(w) && w->producer->op == OpKind::Reshape) {
-    result_.nodes.insert(w->producer);
+    src.chain.push_back(w->producer);
     w = w->producer->operands[0];
   }
-  if (!inside_(w)) return load(w, c);
-  if (auto mw = unflatten(c, w->type.shape, space_)) return demand(w, *mw);
-  if (w->producer->op == OpKind::Const)  // the same value everywhere
-    return demand(w, Map(w->type.shape.size(), std::vector<int64_t>(space_.size(), 0)));
-  result_.must_load = w;
-  result_.failed_reshape = outer;
+  src.value = w;
+  if (!inside_(w)) return src;
+  src.map = unflatten(src.offsets, w->type.shape, space_);
+  if (!src.map && w->producer->op == OpKind::Const)  // the same value everywhere
+    src.map = Map(w->type.shape.size(), std::vector<int64_t>(space_.size(), 0));
+  return src;
+}
+
+int BodyBuilder::reshape(const Value* v, const Map& m) {
+  ReshapeSource src = reshape_source(v, m);
+  result_.nodes.insert(src.chain.begin(), src.chain.end());
+  if (!inside_(src.value)) return load(src.value, src.offsets);
+  if (src.map) return demand(src.value, *src.map);
+  result_.must_load = src.value;
+  result_.failed_reshape = v->producer;
   return -1;
 }
 

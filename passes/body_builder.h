@@ -57,6 +57,20 @@ public:
   PointwiseBuild failed() { return std::move(result_); }
 
 private:
+  using Demand = std::pair<const ir::Value*, Map>;
+  // A reshape chain read back to the first value that is not a reshape computed inside.
+  struct ReshapeSource {
+    std::vector<int64_t> offsets;             // the linear offset per iteration step
+    std::vector<const ir::Node*> chain;       // the inner reshapes folded away
+    const ir::Value* value = nullptr;         // loaded, or computed at `map`
+    std::optional<Map> map;                   // unset: loaded, or the reshape fails
+  };
+
+  void prepare(const ir::Value* v, const Map& m);
+  std::vector<Demand> operand_demands(const ir::Value* v, const Map& m) const;
+  bool reduces_this_row(const ir::Value* v, const Map& m) const;
+  bool reduces_this_column(const ir::Value* v, const Map& m) const;
+  ReshapeSource reshape_source(const ir::Value* v, const Map& m) const;
   int compute(const ir::Value* v, const Map& m);
   int reduce(const ir::Value* v, const Map& m);
   int reduce_column(const ir::Value* v, const Map& m);

@@ -11,15 +11,16 @@
 //   1. graph outputs and values that a reduction, matmul or composite reads;
 //   2. values under a reshape that cannot become index arithmetic;
 //   3. values that several kernels would otherwise recompute, when recomputing costs
-//      more memory traffic than one write and one read (or many ops).
+//      more memory traffic than one write and one read (or many ops);
+//   4. values that cut a cone of more than kMaxFusedOps element-wise ops into pieces
+//      (passes/fusion_limits.h: NVRTC's time grows with the body).
 // Roots of one shape that share work or inputs, or feed one another, then merge into
 // one multi-output kernel unless that would create a cycle through another kernel or
-// a reduction. Constants, iota and views are free: every kernel that needs one gets
-// its own copy, and views become index arithmetic on loads.
+// a reduction, or exceed kMaxFusedOps. Constants, iota and views are free: every
+// kernel that needs one gets its own copy, and views become index arithmetic on loads.
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <functional>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -28,6 +29,7 @@
 #include "ir/error.h"
 #include "passes/fuse_gemm.h"
 #include "passes/fuse_reduce.h"
+#include "passes/fusion_limits.h"
 #include "passes/lower.h"
 #include "passes/pass.h"
 
@@ -60,7 +62,7 @@ constexpr int kMaxRecomputedOps = 16;
 
 class Fuser {
 public:
-  explicit Fuser(ir::Graph& g) : g_(g), rows_(plan_row_groups(g)) {
+  explicit Fuser(ir::Graph& g) : g_(g), rows_(plan_row_groups(g)), max_ops_(max_fused_ops()) {
     for (RowGroup& grp : plan_gemm_groups(g, rows_)) rows_.push_back(std::move(grp));
     auto nodes = g.nodes();
     for (size_t i = 0; i < nodes.size(); ++i) position_[nodes[i]] = static_cast<int>(i);
@@ -100,8 +102,9 @@ private:
         for (const Value* u : n->operands) {
           if (!u->producer || grp.nodes.count(u->producer)) continue;
           if (role(u->producer) == Role::Compute) write(u, true);
-          // A view a matmul reads that its layout could not fold: copied into memory.
-          if (n->op == ir::OpKind::Matmul && role(u->producer) == Role::Free) write(u, false);
+          // A view or constant that a group reads but does not hold (a view a matmul's
+          // layout could not fold, the iota under a gemm operand's prologue): copied into memory.
+          if (role(u->producer) == Role::Free) write(u, false);
         }
     for (const Node* n : g_.nodes()) {
       if (role(n) != Role::Opaque || row_of_.count(n)) continue;
@@ -128,6 +131,7 @@ private:
   // (rules 2 and 3) and the grouping must be redone.
   bool plan(std::vector<KernelPlan>& kernels) {
     std::vector<KernelPlan> singles;
+    bool split = false;
     for (const Value* r : sorted_roots()) {
       auto inside = [&](const Value* v) { return v == r || inlinable(v); };
       PointwiseBuild b = build_pointwise("cone", {r}, inside, {});
@@ -135,8 +139,10 @@ private:
         write(b.must_load, true);
         return false;
       }
+      split = split_large_cone(b.nodes) || split;
       singles.push_back(KernelPlan{r->type.shape, {r}, b.nodes, {b.loads.begin(), b.loads.end()}});
     }
+    if (split) return false;
     kernels = merge(std::move(singles));
     for (const KernelPlan& k : kernels) {  // the kernel exactly as lowering will build it
       auto inside = [&](const Value* v) { return v->producer && k.nodes.count(v->producer); };
@@ -153,6 +159,30 @@ private:
     return true;
   }
 
+  int element_wise_ops(const std::set<const Node*>& nodes) const {
+    return static_cast<int>(
+        std::count_if(nodes.begin(), nodes.end(), [this](const Node* n) { return role(n) == Role::Compute; }));
+  }
+
+  // Rule 4: a cone of more than kMaxFusedOps element-wise ops is cut into pieces of
+  // kMaxFusedOps in graph order, latest first (a chain splits evenly in one round;
+  // other shapes may need more rounds). Returns whether it wrote a value.
+  bool split_large_cone(const std::set<const Node*>& cone) {
+    std::vector<const Node*> ops;
+    for (const Node* n : cone)
+      if (role(n) == Role::Compute) ops.push_back(n);
+    if (ops.size() <= static_cast<size_t>(max_ops_)) return false;
+    std::sort(ops.begin(), ops.end(), [&](const Node* a, const Node* b) { return pos(a) < pos(b); });
+    bool wrote = false;
+    for (size_t above = static_cast<size_t>(max_ops_); above < ops.size(); above += static_cast<size_t>(max_ops_)) {
+      const Value* v = ops[ops.size() - 1 - above]->result;
+      if (roots_.count(v)) continue;
+      write(v, true);
+      wrote = true;
+    }
+    return wrote;
+  }
+
   std::vector<KernelPlan> merge(std::vector<KernelPlan> singles) const {
     std::vector<KernelPlan> kernels;
     for (KernelPlan& mine : singles) {
@@ -160,7 +190,7 @@ private:
       for (size_t i = 0; i < kernels.size();) {
         if (kernels[i].shape == mine.shape && connected(kernels[i], mine)) {
           KernelPlan both = united(kernels[i], mine);
-          if (!cyclic(both)) {
+          if (element_wise_ops(both.nodes) <= max_ops_ && !cyclic(both)) {
             mine = std::move(both);
             kernels.erase(kernels.begin() + static_cast<std::ptrdiff_t>(i));
             at = std::min(at, i);
@@ -207,17 +237,30 @@ private:
     return false;
   }
 
-  static bool depends_on(const Value* v, const std::unordered_set<const Value*>& targets) {
+  // Whether `v` waits for one of `targets`. A value that a row-reduce or gemm group
+  // computes is ready only once its whole kernel has run, so it waits for everything
+  // that kernel reads, not only for its own operands.
+  bool depends_on(const Value* v, const std::unordered_set<const Value*>& targets) const {
     std::vector<const Value*> stack{v};
     std::unordered_set<const Value*> seen;
+    std::unordered_set<int> groups_seen;
+    auto visit = [&](const Value* u) {
+      if (targets.count(u)) return true;
+      stack.push_back(u);
+      return false;
+    };
     while (!stack.empty()) {
       const Value* x = stack.back();
       stack.pop_back();
       if (!x->producer || !seen.insert(x).second) continue;
-      for (const Value* u : x->producer->operands) {
-        if (targets.count(u)) return true;
-        stack.push_back(u);
-      }
+      for (const Value* u : x->producer->operands)
+        if (visit(u)) return true;
+      auto row = row_of_.find(x->producer);
+      if (row == row_of_.end() || !groups_seen.insert(row->second).second) continue;
+      const RowGroup& grp = rows_[static_cast<size_t>(row->second)];
+      for (const Node* n : grp.nodes)
+        for (const Value* u : n->operands)
+          if ((!u->producer || !grp.nodes.count(u->producer)) && visit(u)) return true;
     }
     return false;
   }
@@ -321,12 +364,21 @@ private:
   // Appends copies of `copies` (in order) for kernel k and points k's nodes at them.
   void copy_into(int k, const std::vector<const Node*>& copies, const std::set<const Node*>& members,
                  std::unordered_map<const Node*, int>& owner) {
+    // Keyed by the original value. A node copied here may already read another
+    // kernel's copy (made for that kernel alone): it reads this kernel's copy of the
+    // same value instead, or else the original.
     std::unordered_map<const Value*, Value*> copy_of;
+    auto mine = [&](Value* u) {
+      Value* o = original(u);
+      auto it = copy_of.find(o);
+      return it != copy_of.end() ? it->second : o;
+    };
     for (const Node* n : copies) {
       std::vector<Value*> operands;
-      for (Value* u : n->operands) operands.push_back(copy_of.count(u) ? copy_of[u] : u);
+      for (Value* u : n->operands) operands.push_back(mine(u));
       Value* c = g_.add(n->op, operands, n->attrs, n->result->type, n->loc);
-      copy_of[n->result] = c;
+      copy_of[original(n->result)] = c;
+      original_of_[c] = original(n->result);
       owner[c->producer] = k;
       position_[c->producer] = static_cast<int>(position_.size());
     }
@@ -334,9 +386,13 @@ private:
     for (Node* n : g_.nodes()) {
       auto it = owner.find(n);
       if (!members.count(n) || it == owner.end() || it->second != k) continue;
-      for (Value*& u : n->operands)
-        if (copy_of.count(u)) u = copy_of[u];
+      for (Value*& u : n->operands) u = mine(u);
     }
+  }
+
+  Value* original(Value* v) const {
+    auto it = original_of_.find(v);
+    return it != original_of_.end() ? it->second : v;
   }
 
   // A topological order of blocks (each kernel, each ungrouped node), the earliest
@@ -377,15 +433,26 @@ private:
     return order;
   }
 
+  // Operands first, depth first from each node in block order; an explicit stack, so
+  // that a block holding a chain of tens of thousands of nodes does not overflow.
   static void append_topologically(const std::vector<Node*>& block, std::vector<Node*>& order) {
     std::unordered_set<const Node*> in_block(block.begin(), block.end()), done;
-    std::function<void(Node*)> visit = [&](Node* n) {
-      if (!done.insert(n).second) return;
-      for (Value* u : n->operands)
-        if (u->producer && in_block.count(u->producer)) visit(u->producer);
-      order.push_back(n);
-    };
-    for (Node* n : block) visit(n);
+    std::vector<std::pair<Node*, size_t>> stack;  // (node, next operand to visit)
+    for (Node* start : block) {
+      if (!done.insert(start).second) continue;
+      stack.push_back({start, 0});
+      while (!stack.empty()) {
+        auto& [n, next] = stack.back();
+        if (next < n->operands.size()) {
+          Value* u = n->operands[next++];
+          if (u->producer && in_block.count(u->producer) && done.insert(u->producer).second)
+            stack.push_back({u->producer, 0});
+          continue;
+        }
+        order.push_back(n);
+        stack.pop_back();
+      }
+    }
   }
 
   ir::Graph& g_;
@@ -394,6 +461,8 @@ private:
   std::unordered_map<const Node*, int> position_;
   std::unordered_set<const Value*> roots_;  // values some kernel writes
   std::unordered_set<const Value*> cut_;    // values every reader loads
+  const int max_ops_;                       // element-wise ops per kernel (rule 4)
+  std::unordered_map<const Value*, Value*> original_of_;  // copy -> the value it copies
 };
 
 // What a fused graph looks like: the node order and each node's group and name.

@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "ir/error.h"
+#include "passes/fusion_limits.h"
 #include "passes/lower_gemm.h"
 
 namespace kiln::passes {
@@ -65,6 +66,8 @@ private:
   std::set<const Node*> operand_chain(const Node* matmul, int index, bool prologue) const {
     std::set<const Node*> chain;
     const Value* v = matmul->operands[static_cast<size_t>(index)];
+    int element_wise = 0;
+    const int max_ops = max_fused_ops();
     while (v->producer && !taken_.count(v->producer)) {
       const Node* n = v->producer;
       if (is_view(*n)) {
@@ -72,8 +75,9 @@ private:
         v = n->operands[0];
         continue;
       }
+      // Each operand's prologue takes half of the kernel's budget of element-wise ops.
       if (!prologue || !ir::is_elementwise(n->op) || !is_float(n->result->type.dtype) ||
-          !used_only_by(n, chain, matmul))
+          !used_only_by(n, chain, matmul) || ++element_wise > max_ops / 2)
         break;
       const Value* main = nullptr;  // the one operand that is not a constant
       bool ok = true;
@@ -102,15 +106,18 @@ private:
     const Shape& shape = matmul->result->type.shape;
     std::set<const Node*> group{matmul};
     std::set<const Node*> computed{matmul};
+    const size_t max_ops = static_cast<size_t>(max_fused_ops());
     for (const Node* n : nodes_) {
+      if (computed.size() > max_ops) break;  // the rest goes to pointwise kernels
       if (computed.count(n) || !live_.count(n) || taken_.count(n) || !ir::is_elementwise(n->op)) continue;
       if (n->result->type.shape != shape) continue;
-      bool reads_group = false, independent = true;
-      for (const Value* u : n->operands) {
-        if (u->producer && computed.count(u->producer)) reads_group = true;
-        else independent = independent && !depends_on_group(u, computed);
-      }
-      if (!reads_group || !independent) continue;
+      bool reads_group = false;
+      for (const Value* u : n->operands) reads_group = reads_group || (u->producer && computed.count(u->producer));
+      if (!reads_group) continue;
+      bool independent = true;  // checked only now: depends_on_group walks the graph upstream
+      for (const Value* u : n->operands)
+        if (!(u->producer && computed.count(u->producer))) independent = independent && !depends_on_group(u, computed);
+      if (!independent) continue;
       computed.insert(n);
       group.insert(n);
       for (const Value* u : n->operands)

@@ -14,6 +14,7 @@
 #include <unordered_set>
 
 #include "ir/error.h"
+#include "passes/fusion_limits.h"
 #include "passes/lower.h"
 
 namespace kiln::passes {
@@ -43,13 +44,26 @@ std::vector<const Value*> escaping_values(const std::set<const Node*>& group, co
                                           const std::vector<std::vector<Node*>>& users,
                                           const std::unordered_set<const Node*>& live,
                                           const std::unordered_set<const Value*>& outputs) {
-  std::vector<const Value*> out;
+  std::unordered_set<const Value*> leaving;
   for (const Node* n : nodes) {
-    if (!group.count(n) || is_free_node(*n)) continue;
+    if (!group.count(n)) continue;
     bool leaves = outputs.count(n->result) > 0;
     for (const Node* u : users[n->result->id]) leaves = leaves || (!group.count(u) && live.count(u));
-    if (leaves) out.push_back(n->result);
+    if (!leaves) continue;
+    // A view or constant read outside the group is copied for its readers, and the copy
+    // reads what the view reads: the computed value under it leaves the group too.
+    for (const Value* w = n->result; w->producer && group.count(w->producer);) {
+      if (!is_free_node(*w->producer)) {
+        leaving.insert(w);
+        break;
+      }
+      if (w->producer->operands.empty()) break;
+      w = w->producer->operands[0];
+    }
   }
+  std::vector<const Value*> out;  // in graph order
+  for (const Node* n : nodes)
+    if (leaving.count(n->result)) out.push_back(n->result);
   return out;
 }
 
@@ -153,29 +167,43 @@ private:
 
   bool depends_on(const Value* v, const std::set<const Node*>& group) const { return depends_on_group(v, group); }
 
+  // Grows from the seed until nothing more joins or the group computes max_fused_ops()
+  // element-wise ops (the rest is left to pointwise kernels).
   std::set<const Node*> grow(const Node* seed, const Target& t, const std::set<const Node*>& excluded) const {
     std::set<const Node*> group{seed};
+    int element_wise = 0;
+    const int max_ops = max_fused_ops();
+    auto room = [&](const Node* n) { return !ir::is_elementwise(n->op) || element_wise < max_ops; };
+    auto join = [&](const Node* n) {
+      group.insert(n);
+      if (ir::is_elementwise(n->op)) ++element_wise;
+    };
     for (bool changed = true; changed;) {
       changed = false;
-      for (bool back = true; back;) {  // producers
-        back = false;
-        for (const Node* n : std::vector<const Node*>(group.begin(), group.end()))
+      // Producers, breadth first from the nodes that joined last.
+      std::vector<const Node*> frontier(group.begin(), group.end());
+      while (!frontier.empty()) {
+        std::vector<const Node*> next;
+        for (const Node* n : frontier)
           for (const Value* u : n->operands)
-            if (u->producer && !group.count(u->producer) && joinable(u->producer, t, excluded)) {
-              group.insert(u->producer);
-              back = changed = true;
+            if (u->producer && !group.count(u->producer) && joinable(u->producer, t, excluded) && room(u->producer)) {
+              join(u->producer);
+              next.push_back(u->producer);
+              changed = true;
             }
+        frontier = std::move(next);
       }
       for (const Node* n : nodes_) {  // consumers, in order
-        if (group.count(n) || !live_.count(n) || !joinable(n, t, excluded)) continue;
+        if (group.count(n) || !live_.count(n) || !joinable(n, t, excluded) || !room(n)) continue;
         if (!storable(n->result->type.shape, t)) continue;
-        bool reads_group = false, independent = true;
-        for (const Value* u : n->operands) {
-          if (u->producer && group.count(u->producer)) reads_group = true;
-          else independent = independent && !depends_on(u, group);
-        }
-        if (reads_group && independent) {
-          group.insert(n);
+        bool reads_group = false;
+        for (const Value* u : n->operands) reads_group = reads_group || (u->producer && group.count(u->producer));
+        if (!reads_group) continue;
+        bool independent = true;  // checked only now: depends_on walks the graph upstream
+        for (const Value* u : n->operands)
+          if (!(u->producer && group.count(u->producer))) independent = independent && !depends_on(u, group);
+        if (independent) {
+          join(n);
           changed = true;
         }
       }
@@ -253,7 +281,9 @@ private:
       if (viable(group, t)) return group;
       break;
     }
-    // The reduction alone, with the constants and views it reads.
+    // The reduction alone, with the constants and views it reads when the kernel can
+    // fold them (a reshape may not become index arithmetic: then another kernel writes
+    // what the reduction reads).
     std::set<const Node*> group{seed};
     const Value* u = seed->operands[0];
     while (u->producer && is_free_node(*u->producer)) {
@@ -261,6 +291,7 @@ private:
       if (u->producer->operands.empty()) break;
       u = u->producer->operands[0];
     }
+    if (group.size() > 1 && !viable(group, t)) return {seed};
     return group;
   }
 

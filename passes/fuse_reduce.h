@@ -34,7 +34,7 @@ bool is_free_node(const ir::Node& n);
 // chain of nodes, from a node of `group`:
 bool depends_on_group(const ir::Value* v, const std::set<const ir::Node*>& group);
 // The computed values of `group` that leave it: graph outputs, or read by a live node
-// outside it. `nodes` in graph order, `users` per value id (ir::Graph::users()).
+// outside it, directly or through a view or constant of the group that does. `nodes` in graph order, `users` per value id (ir::Graph::users()).
 std::vector<const ir::Value*> escaping_values(const std::set<const ir::Node*>& group,
                                               const std::vector<ir::Node*>& nodes,
                                               const std::vector<std::vector<ir::Node*>>& users,

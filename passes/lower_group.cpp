@@ -16,10 +16,16 @@ GroupNodes group_nodes(const ir::Graph& g, int group) {
   GroupNodes out;
   for (const Node* n : g.nodes())
     if (n->group == group) out.members.push_back(n);
-  std::unordered_set<const Value*> escaping(g.outputs().begin(), g.outputs().end());
+  // Only the members' results can escape: a set of those, looked up, stays small for
+  // each of a long graph's many groups.
+  std::unordered_set<const Value*> results, escaping;
+  for (const Node* n : out.members) results.insert(n->result);
+  for (const Value* v : g.outputs())
+    if (results.count(v)) escaping.insert(v);
   for (const Node* n : g.nodes())
     if (n->group != group)
-      for (const Value* v : n->operands) escaping.insert(v);
+      for (const Value* v : n->operands)
+        if (results.count(v)) escaping.insert(v);
   for (const Node* n : out.members)
     if (escaping.count(n->result)) out.roots.push_back(n->result);
   return out;

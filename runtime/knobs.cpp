@@ -58,12 +58,22 @@ bool tf32() {
   throw Error(fmt::format("KILN_TF32 must be 0 or 1, got '{}'", *v));
 }
 
+std::optional<int> max_fused_ops() {
+  auto v = env("KILN_MAX_FUSED_OPS");
+  if (!v) return std::nullopt;
+  char* end = nullptr;
+  long n = std::strtol(v->c_str(), &end, 10);
+  if (*end != '\0' || n < 1 || n > 1000000)
+    throw Error(fmt::format("KILN_MAX_FUSED_OPS must be a count of ops from 1 to 1000000, got '{}'", *v));
+  return static_cast<int>(n);
+}
+
 std::string describe() {
   auto show = [](const char* name) { return env(name).value_or("(unset)"); };
   std::string out;
   for (const char* name : {"KILN_CACHE_DIR", "KILN_DUMP_DIR", "KILN_TUNE", "KILN_TUNE_DB", "KILN_ARCH", "KILN_DEBUG",
-                           "KILN_THREADS", "KILN_TF32"})
-    out += fmt::format("  {:<15} {}\n", name, show(name));
+                           "KILN_THREADS", "KILN_TF32", "KILN_MAX_FUSED_OPS"})
+    out += fmt::format("  {:<18} {}\n", name, show(name));
   return out;
 }
 

@@ -14,6 +14,9 @@
 //                                           ir/parallel.cpp: the IR library has no runtime)
 //   KILN_TF32       bool    0               1: f32 matmuls multiply on Tensor Cores after
 //                                           rounding their operands to TF32; 0: exact f32
+//   KILN_MAX_FUSED_OPS int  256             the most element-wise ops one fused kernel computes
+//                                           (passes/fusion_limits.h); past it fusion starts
+//                                           another kernel
 #pragma once
 #include <optional>
 #include <string>
@@ -28,6 +31,7 @@ std::string tune_db();
 std::optional<std::string> arch();
 int debug_level();
 bool tf32();
+std::optional<int> max_fused_ops();  // unset: the pass's default
 
 // A short table of every knob with its current value (for `kiln --help` and logs).
 std::string describe();

@@ -81,7 +81,7 @@ void Program::tune_kernels() {
   std::string why;
   if (!gpu_available(&why)) throw Error(fmt::format("compiling with tuning needs a GPU ({})", why));
   const std::string db_path = knobs::tune_db();
-  TuningDb db = TuningDb::load(db_path);
+  const TuningDb db = TuningDb::load(db_path);
   std::vector<size_t> todo;
   for (size_t i = 0; i < plan_.kernels.size(); ++i)
     if (mode == knobs::TuneMode::Refresh || !db.find(current_key(plan_.kernels[i]))) todo.push_back(i);
@@ -90,11 +90,12 @@ void Program::tune_kernels() {
   std::vector<KernelReference> refs = kernel_references(*optimised_, plan_.kernels);
   TuneOptions tune_options;
   tune_options.arch = arch_;
+  std::vector<TuningRecord> tuned;
   for (size_t i : todo) {
     ir::Kernel& k = plan_.kernels[i];
     TuneResult r = tune_kernel(k, refs[i], tune_options);
     if (r.best < 0) throw Error(fmt::format("kernel @{}: no tile config passed its check while tuning", k.name));
-    db.put(to_record(r));
+    tuned.push_back(to_record(r));
     k.config = r.kernel.config;
     for (int g = 0; g < static_cast<int>(optimised_->groups().size()); ++g)
       if (optimised_->groups()[g].name == k.name) optimised_->group(g).tile = k.config.to_attrs();
@@ -102,7 +103,7 @@ void Program::tune_kernels() {
       std::cerr << fmt::format("kiln: {}: tuned {} configs in {:.2f} s; chose {}\n", k.name, r.trials.size(), r.wall_s,
                                k.config.str());
   }
-  db.save(db_path);
+  TuningDb::record(db_path, tuned);  // merged with what other processes recorded meanwhile
 }
 
 Executable& Program::executable() {

@@ -16,6 +16,7 @@
 #include "ir/error.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/device.h"
+#include "runtime/file_lock.h"
 #include "runtime/knobs.h"
 #include "runtime/nvrtc.h"
 #include "runtime/sha256.h"
@@ -197,6 +198,17 @@ void TuningDb::save(const std::string& path) const {
     fs::remove(temp, ignored);
     throw Error(fmt::format("cannot write the tuning database {}: {}", path, ec.message()));
   }
+}
+
+void TuningDb::record(const std::string& path, const std::vector<TuningRecord>& records) {
+  if (records.empty()) return;
+  std::error_code ec;
+  std::filesystem::path target(path);
+  if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path(), ec);
+  const FileLock lock(path + ".lock");
+  TuningDb db = load(path);  // what other processes recorded since this one last read
+  for (const TuningRecord& r : records) db.put(r);
+  db.save(path);
 }
 
 const TuningRecord* TuningDb::find(const TuningKey& key) const {

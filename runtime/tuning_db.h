@@ -2,8 +2,9 @@
 // (knobs::tune_db(), default $KILN_CACHE_DIR/tuning.json) so that later compiles pick
 // the tuned config without timing anything. One record per kernel signature and
 // device; a record matches only when every key field does (signature, device name,
-// arch, NVRTC version, Kiln version). The file is written atomically (temp + rename)
-// and a damaged file is a warning, read as empty, never a crash.
+// arch, NVRTC version, Kiln version). The file is written atomically (temp + rename),
+// new records are merged into it under a file lock (record()), and a damaged file is
+// a warning, read as empty, never a crash.
 #pragma once
 #include <optional>
 #include <string>
@@ -62,7 +63,15 @@ public:
   static TuningDb load(const std::string& path);
 
   // Writes the whole database to `path` atomically. Throws kiln::Error when it cannot.
+  // Another process's records written since this one loaded are lost: to add records
+  // to a file that others may be writing, use record().
   void save(const std::string& path) const;
+
+  // Adds `records` to the database file at `path` (each replacing the record with its
+  // key): under an exclusive lock on `path`.lock, it reads the file as it is now,
+  // merges, and writes it atomically. Processes that tune at once so keep every record,
+  // and a reader never sees a partial file. Throws kiln::Error when it cannot.
+  static void record(const std::string& path, const std::vector<TuningRecord>& records);
 
   // The record whose key matches `key` in every field (an empty key.device matches any).
   const TuningRecord* find(const TuningKey& key) const;

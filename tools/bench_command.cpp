@@ -315,15 +315,16 @@ runtime::Program tuned_program(const ir::Graph& g, const runtime::Program& heuri
     // case alone can take seconds, and would leave no time to time any candidate.
     std::vector<runtime::KernelReference> refs = runtime::kernel_references(heuristic.graph(), kernels, a.seed);
     const Clock::time_point start = Clock::now();
+    std::vector<runtime::TuningRecord> tuned;
     for (size_t i : todo) {
       runtime::TuneOptions t;
       t.arch = heuristic.arch();
       const double left = a.max_seconds - std::chrono::duration<double>(Clock::now() - start).count();
       if (a.max_seconds > 0) t.max_seconds = std::max(left, 1e-3);
       runtime::TuneResult r = runtime::tune_kernel(kernels[i], refs[i], t);
-      if (r.best >= 0) db.put(runtime::to_record(r));
+      if (r.best >= 0) tuned.push_back(runtime::to_record(r));
     }
-    db.save(knobs::tune_db());
+    runtime::TuningDb::record(knobs::tune_db(), tuned);  // merged with what other processes recorded
     *note = fmt::format(" (tuned now: {:.1f} s)", std::chrono::duration<double>(Clock::now() - start).count());
   }
   return runtime::Program::compile(g, options);

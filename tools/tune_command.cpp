@@ -117,7 +117,7 @@ int tune(const TuneArgs& a) {
   // --max-seconds bounds the sweeps, counted from here: the reference and the copy
   // bandwidth above are measured once, whatever the budget.
   const Clock::time_point sweep_start = Clock::now();
-  runtime::TuningDb db = a.dry_run ? runtime::TuningDb() : runtime::TuningDb::load(knobs::tune_db());
+  std::vector<runtime::TuningRecord> tuned;
   std::string csv = "kernel,config,status,compile_ms,median_ms,gbs,roofline_pct,best,detail\n";
   nlohmann::json report = nlohmann::json::array();
   bool all_tuned = true;
@@ -152,10 +152,10 @@ int tune(const TuneArgs& a) {
       std::cout << fmt::format("kernel {}: no candidate passed its check; nothing recorded\n", r.kernel.name);
       continue;
     }
-    db.put(runtime::to_record(r));
+    tuned.push_back(runtime::to_record(r));
   }
   if (!a.dry_run) {
-    db.save(knobs::tune_db());
+    runtime::TuningDb::record(knobs::tune_db(), tuned);  // merged with what other processes recorded
     std::cout << fmt::format("tuning records written to {}\n", knobs::tune_db());
   } else {
     std::cout << "dry run: every candidate listed and compiled; nothing timed or recorded\n";

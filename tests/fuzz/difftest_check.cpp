@@ -1,0 +1,78 @@
+#include "tests/fuzz/difftest_check.h"
+
+#include <fmt/format.h>
+
+#include <exception>
+
+#include "ir/compare.h"
+#include "ir/error.h"
+#include "ir/interpreter.h"
+#include "ir/printer.h"
+#include "runtime/knobs.h"
+#include "runtime/program.h"
+#include "runtime/reference.h"
+#include "tests/fuzz/pipeline_check.h"
+
+namespace kiln::fuzz {
+
+std::string_view verdict_name(Verdict::Kind k) {
+  switch (k) {
+    case Verdict::Kind::Pass: return "pass";
+    case Verdict::Kind::Rejected: return "rejected";
+    case Verdict::Kind::Mismatch: return "mismatch";
+    case Verdict::Kind::Bug: return "bug";
+    case Verdict::Kind::RunError: return "run error";
+  }
+  return "?";
+}
+
+Verdict check_on_gpu(const ir::Graph& g, uint64_t input_seed) {
+  std::optional<runtime::Program> program;
+  try {
+    program.emplace(runtime::Program::compile(g));
+  } catch (const Error& e) {
+    return {names_an_op(e.what(), g) ? Verdict::Kind::Rejected : Verdict::Kind::Bug, e.what()};
+  } catch (const std::exception& e) {
+    return {Verdict::Kind::Bug, fmt::format("compile: unexpected exception: {}", e.what())};
+  }
+  std::vector<HostTensor> inputs = ir::random_inputs(g, input_seed), reference, outputs;
+  try {
+    reference = runtime::reference_outputs(g, inputs);
+  } catch (const std::exception& e) {
+    return {Verdict::Kind::Bug, fmt::format("reference: {}", e.what())};
+  }
+  try {
+    outputs = program->run(inputs);
+  } catch (const std::exception& e) {
+    return {Verdict::Kind::RunError, e.what()};
+  }
+  const auto names = ir::value_names(g);
+  Verdict v;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const ir::Value& out = *g.outputs()[i];
+    Comparison c = compare(outputs[i], reference[i], rel_l2_bound_for(out, knobs::tf32()));
+    if (c.passed) continue;
+    v.kind = Verdict::Kind::Mismatch;
+    v.detail += fmt::format("output {} %{} {}: {}\n", i, names.at(out.id), out.type.str(), c.str());
+  }
+  return v;
+}
+
+Verdict check_compile_only(const ir::Graph& g, bool nvrtc) {
+  PipelineOptions options;
+  options.nvrtc = nvrtc;
+  options.reference = true;
+  try {
+    PipelineOutcome r = run_pipeline(g, options);
+    switch (r.kind) {
+      case PipelineOutcome::Kind::Ok: return {};
+      case PipelineOutcome::Kind::Rejected: return {Verdict::Kind::Rejected, r.step + ": " + r.message};
+      case PipelineOutcome::Kind::Bug: return {Verdict::Kind::Bug, r.step + ": " + r.message};
+    }
+  } catch (const std::exception& e) {
+    return {Verdict::Kind::Bug, fmt::format("unexpected exception: {}", e.what())};
+  }
+  return {};
+}
+
+}  // namespace kiln::fuzz
