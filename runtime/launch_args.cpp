@@ -23,47 +23,24 @@ CUtensorMapDataType map_dtype(DType t) {
   return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
 }
 
-// Rows of 16-bit elements copied into rows of another length (a multiple of 8). A
-// block copies a segment of 4096 elements of one row: it reads the 16-byte-aligned
-// words that cover the segment into shared memory (the source row may start at any
-// even byte), then writes the segment as aligned 16-byte words, each put together
-// from shared memory at the row's offset. Past the row's end it writes zeros.
+// Rows of 16-bit elements copied into rows of another length: a block per row segment
+// of 2048 elements, each thread moving 8 of them (the source rows start anywhere, so
+// element by element; the copy's rows start 16-byte aligned).
 constexpr const char* kPitchedCopySource = R"(
-extern "C" __global__ void __launch_bounds__(256) kiln_pitched_copy16(
-    const unsigned short* __restrict__ src, unsigned short* __restrict__ dst, unsigned long long rows,
-    unsigned long long cols, unsigned long long src_ld, unsigned long long dst_ld) {
-  constexpr int kSegment = 4096;                      // elements of a row a block copies
-  __shared__ __align__(16) unsigned short staged[kSegment + 16];
-  const unsigned long long col0 = (unsigned long long)blockIdx.x * kSegment;
+extern "C" __global__ void kiln_pitched_copy16(const unsigned short* __restrict__ src, unsigned short* __restrict__ dst,
+                                               unsigned long long rows, unsigned long long cols,
+                                               unsigned long long src_ld, unsigned long long dst_ld) {
   for (unsigned long long row = blockIdx.y; row < rows; row += gridDim.y) {
-    const unsigned short* from = src + row * src_ld + col0;
-    const unsigned lead = (unsigned)((unsigned long long)from & 15) / 2;  // elements before `from` in its word
-    const uint4* words = reinterpret_cast<const uint4*>(from - lead);
-    const unsigned long long left = cols - col0;  // elements of the row from col0 on
-    const unsigned count = (unsigned)(left < kSegment ? left : kSegment);
-    const unsigned nwords = (lead + count + 7) / 8;
-    for (unsigned w = threadIdx.x; w < nwords; w += blockDim.x) {
-      if ((w + 1) * 8 <= lead + count) {
-        reinterpret_cast<uint4*>(staged)[w] = __ldg(words + w);
-      } else {  // the row's last word: no read past its last element (the buffer may end there)
-        const unsigned short* first = reinterpret_cast<const unsigned short*>(words + w);
-        for (unsigned i = 0; w * 8 + i < lead + count; ++i) staged[w * 8 + i] = first[i];
-      }
-    }
-    __syncthreads();
-    uint4* to = reinterpret_cast<uint4*>(dst + row * dst_ld + col0);
-    const unsigned out_words = (unsigned)(((left < kSegment ? left : kSegment) + 7) / 8);
-    for (unsigned w = threadIdx.x; w < out_words; w += blockDim.x) {
-      unsigned short e[8];
+    const unsigned long long col0 = (unsigned long long)blockIdx.x * 2048 + threadIdx.x;
 #pragma unroll
-      for (int i = 0; i < 8; ++i) e[i] = w * 8 + i < count ? staged[lead + w * 8 + i] : (unsigned short)0;
-      to[w] = make_uint4(e[0] | (unsigned)e[1] << 16, e[2] | (unsigned)e[3] << 16, e[4] | (unsigned)e[5] << 16,
-                         e[6] | (unsigned)e[7] << 16);
+    for (int i = 0; i < 8; ++i) {
+      const unsigned long long col = col0 + i * 256;
+      if (col < cols) dst[row * dst_ld + col] = src[row * src_ld + col];
     }
-    __syncthreads();
   }
 }
 )";
+
 }  // namespace
 
 CUtensorMap encode_tensor_map(const codegen::TensorMapSpec& s, CUdeviceptr base, const std::string& kernel) {
@@ -109,7 +86,7 @@ void LaunchArgs::stage(CUstream stream) const {
     CUdeviceptr src = ptrs_.at(static_cast<size_t>(s.arg)), dst = copies_[i].ptr();
     unsigned long long rows = s.rows, cols = s.cols, src_ld = s.src_ld, dst_ld = s.dst_ld;
     std::vector<void*> args = {&src, &dst, &rows, &cols, &src_ld, &dst_ld};
-    const unsigned blocks_x = static_cast<unsigned>((cols + 4095) / 4096);
+    const unsigned blocks_x = static_cast<unsigned>((cols + 2047) / 2048);
     const unsigned blocks_y = static_cast<unsigned>(std::min<unsigned long long>(rows, 65535));
     launch_kernel(helper_kernel(kPitchedCopySource, "kiln_pitched_copy16", Device::get().compile_target()),
                   Dim3{blocks_x, blocks_y}, Dim3{256}, 0, args, "kiln_pitched_copy16", stream);
