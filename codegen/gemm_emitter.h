@@ -1,7 +1,8 @@
 // The gemm emitter: a kernel whose blocks each compute one tile of a (batched) matrix
 // product through a multi-stage shared-memory pipeline, then run the fused epilogue
 // on the tile's accumulators. The schedule (mma_sync on Tensor Cores, simt on CUDA
-// cores) is a config field; gemm_schedule.h says what each provides.
+// cores) is a config field; gemm_schedule.h says what each provides. The wgmma schedule
+// (sm_90a: TMA, warp-specialised, persistent) has a frame of its own, declared below.
 #pragma once
 #include <string>
 

@@ -57,7 +57,8 @@ public:
   virtual std::string position_walk(const VectorVisit& visit) const = 0;
 };
 
-// The schedule the kernel's config names (mma_sync or simt).
+// The schedule the kernel's config names (mma_sync or simt; wgmma kernels are written by
+// emit_gemm_wgmma, not through this interface).
 std::unique_ptr<GemmSchedule> make_gemm_schedule(const ir::Kernel& k, const std::vector<std::string>& params);
 
 // gemm_mma_schedule.cpp and gemm_simt_schedule.cpp.
