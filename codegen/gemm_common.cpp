@@ -1,4 +1,4 @@
-// Batch offsets and zeros for the gemm emitter's pieces (see gemm_common.h).
+// Batch offsets, zeros and the header title for the gemm emitters (see gemm_common.h).
 #include "codegen/gemm_common.h"
 
 #include <fmt/format.h>
@@ -22,5 +22,15 @@ std::string batch_offset_code(const Shape& dims, const std::vector<int64_t>& str
 }
 
 std::string zero_storage(DType t) { return std::string(storage_type(t)) + "{}"; }
+
+std::string gemm_header_title(const ir::Kernel& k) {
+  const ir::GemmCore& g = k.gemm;
+  std::string s = fmt::format("\n// ---- kernel {}: gemm {}{} x {} x {} (M x N x K), {} products, fp32 sums ----\n",
+                              k.name, g.batch.empty() ? "" : "batch " + shape_str(g.batch) + " of ", g.m, g.n, g.k,
+                              ir::gemm_compute_name(g));
+  s += "// Fuses:\n";
+  for (const std::string& line : k.fused_nodes) s += "//   " + line + "\n";
+  return s;
+}
 
 }  // namespace kiln::codegen

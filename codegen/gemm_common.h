@@ -1,11 +1,12 @@
-// What the pieces of the gemm emitter share: the batch offset of an argument and the
-// zero of a storage type.
+// What the pieces of the gemm emitters share: the batch offset of an argument, the
+// zero of a storage type and the first lines of a kernel's header.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "ir/dtype.h"
+#include "ir/kernel.h"
 #include "ir/shape.h"
 
 namespace kiln::codegen {
@@ -17,5 +18,8 @@ std::string batch_offset_code(const Shape& dims, const std::vector<int64_t>& str
 
 // A value-initialised (all bits zero) element of dtype `t`'s storage type.
 std::string zero_storage(DType t);
+
+// "// ---- kernel k0: gemm M x N x K ... ----", then the graph nodes it fuses.
+std::string gemm_header_title(const ir::Kernel& k);
 
 }  // namespace kiln::codegen

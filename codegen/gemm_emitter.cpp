@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "codegen/gemm_common.h"
 
 #include "codegen/gemm_epilogue.h"
 #include "codegen/gemm_schedule.h"
@@ -48,13 +49,8 @@ private:
   int64_t batches() const { return ir::gemm_batch_count(k_.gemm); }
 
   std::string header() const {
-    const ir::GemmCore& g = k_.gemm;
     const LaunchDims d = gemm_launch_dims(k_);
-    std::string s = fmt::format("\n// ---- kernel {}: gemm {}{} x {} x {} (M x N x K), {} products, fp32 sums ----\n",
-                                k_.name, g.batch.empty() ? "" : "batch " + shape_str(g.batch) + " of ", g.m, g.n, g.k,
-                                ir::gemm_compute_name(g));
-    s += "// Fuses:\n";
-    for (const std::string& line : k_.fused_nodes) s += "//   " + line + "\n";
+    std::string s = gemm_header_title(k_);
     s += fmt::format("// Config {}:\n//   grid {} x {} x {} blocks of {} threads, {} bytes of shared memory ({} stages of "
                      "{} bytes)\n",
                      c_.str(), d.grid[0], d.grid[1], d.grid[2], d.block[0], d.shared_bytes, c_.stages,

@@ -20,6 +20,7 @@
 
 #include <functional>
 
+#include "codegen/gemm_common.h"
 #include "codegen/gemm_emitter.h"
 #include "codegen/gemm_epilogue.h"
 #include "codegen/gemm_tma_operand.h"
@@ -70,13 +71,8 @@ private:
   std::string scratch_name(const char* what) const { return fmt::format("kiln_{}_{}", k_.name, what); }
 
   std::string header() const {
-    const ir::GemmCore& g = k_.gemm;
     const LaunchDims d = gemm_wgmma_launch_dims(k_);
-    std::string s = fmt::format("\n// ---- kernel {}: gemm {}{} x {} x {} (M x N x K), {} products, fp32 sums ----\n",
-                                k_.name, g.batch.empty() ? "" : "batch " + shape_str(g.batch) + " of ", g.m, g.n, g.k,
-                                ir::gemm_compute_name(g));
-    s += "// Fuses:\n";
-    for (const std::string& line : k_.fused_nodes) s += "//   " + line + "\n";
+    std::string s = gemm_header_title(k_);
     s += fmt::format("// Config {}:\n", c_.str());
     s += fmt::format("//   {} persistent blocks of {} threads (a producer warpgroup, {} consumer warpgroups), {} bytes "
                      "of shared memory ({} stages of {} bytes)\n",

@@ -39,13 +39,7 @@ std::vector<ir::KernelKind> expect_matches_reference(const ir::Graph& g, double 
   return kinds;
 }
 
-kiln::Graph product(DType dt, int64_t m, int64_t n, int64_t k, bool ta, bool tb) {
-  kiln::Graph g("gemm");
-  auto a = g.input("a", dt, ta ? Shape{k, m} : Shape{m, k});
-  auto b = g.input("b", dt, tb ? Shape{n, k} : Shape{k, n});
-  g.output(kiln::matmul(a, b, ta, tb).name("c"));
-  return g;
-}
+using gpu_test::product;
 
 struct Size {
   int64_t m, n, k;

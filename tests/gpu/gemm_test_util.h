@@ -1,13 +1,23 @@
-// Shared by the gemm GPU tests: every candidate config of a product's kernel checked
-// against the reference by the tuner.
+// Shared by the gemm GPU tests: a product's graph, and every candidate config of a
+// product's kernel checked against the reference by the tuner.
 #pragma once
 #include <gtest/gtest.h>
 
+#include "frontend/kiln.h"
 #include "ir/graph.h"
 #include "runtime/autotuner.h"
 #include "runtime/program.h"
 
 namespace kiln::gpu_test {
+
+// c = a @ b with a [m, k] (or [k, m] with transpose_a) and b [k, n] (or [n, k]).
+inline kiln::Graph product(DType dt, int64_t m, int64_t n, int64_t k, bool ta, bool tb) {
+  kiln::Graph g("gemm");
+  auto a = g.input("a", dt, ta ? Shape{k, m} : Shape{m, k});
+  auto b = g.input("b", dt, tb ? Shape{n, k} : Shape{k, n});
+  g.output(kiln::matmul(a, b, ta, tb).name("c"));
+  return g;
+}
 
 // Tunes the graph's one kernel with a single timed run a candidate; none may fail its
 // check or its compile. Returns the sweep.
