@@ -3,7 +3,8 @@
 # time budget, runs each on the GPU against the reference interpreter, and shrinks
 # every failure to a small .kiln reproducer in LOG_DIR (default out/difftest).
 # Without a GPU it says so and checks the compile path only. Further arguments go to
-# kiln-difftest (--seed, --count, --max-ops, --max-elements, ...).
+# kiln-difftest (--seed, --count, --max-ops, --max-elements, ...). The reproducers are
+# also packed into LOG_DIR/reproducers.tar.gz.
 #   usage: bench/difftest.sh [SECONDS [LOG_DIR [kiln-difftest arguments...]]]
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
@@ -15,4 +16,8 @@ export KILN_CACHE_DIR="${KILN_CACHE_DIR:-/tmp/kiln-cache}"
 build/bin/kiln-difftest --seconds "$seconds" --out "$out" "$@" 2>&1 | tee "$out/difftest.log"
 status=${PIPESTATUS[0]}
 for f in "$out"/seed-*.kiln; do [[ -e "$f" ]] && echo "reproducer: $f"; done
+# One file with every reproducer, for machines that hand back few files.
+if compgen -G "$out/seed-*.kiln" > /dev/null; then
+  (cd "$out" && tar czf reproducers.tar.gz seed-*.kiln) && echo "reproducers: $out/reproducers.tar.gz"
+fi
 exit "$status"
