@@ -141,9 +141,11 @@ TileConfig heuristic(const Kernel& k) {
 
 namespace {
 thread_local int current_target_sm = 90;
+thread_local bool current_arch_specific = true;  // the H200's sm_90a
 }  // namespace
 
 int target_sm() { return current_target_sm; }
+bool target_arch_specific() { return current_arch_specific; }
 
 int sm_of_arch(const std::string& arch) {
   size_t at = arch.find('_');
@@ -154,10 +156,17 @@ int sm_of_arch(const std::string& arch) {
   return sm;
 }
 
-TargetScope::TargetScope(const std::string& arch) : previous_(current_target_sm) {
-  if (int sm = sm_of_arch(arch); sm > 0) current_target_sm = sm;
+TargetScope::TargetScope(const std::string& arch)
+    : previous_(current_target_sm), previous_specific_(current_arch_specific) {
+  if (int sm = sm_of_arch(arch); sm > 0) {
+    current_target_sm = sm;
+    current_arch_specific = arch.back() == 'a';
+  }
 }
 
-TargetScope::~TargetScope() { current_target_sm = previous_; }
+TargetScope::~TargetScope() {
+  current_target_sm = previous_;
+  current_arch_specific = previous_specific_;
+}
 
 }  // namespace kiln::ir

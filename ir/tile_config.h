@@ -92,6 +92,9 @@ inline constexpr int kTargetSMs = 132;
 // thread-block clusters need 90 or more. Kiln's tile rules read it through target_sm();
 // it is 90 (the H200) unless a TargetScope on the calling thread says otherwise.
 int target_sm();
+// Whether the target names its generation's own features ("sm_90a": wgmma, setmaxnreg),
+// which code for plain "sm_90" may not use. True unless a TargetScope says otherwise.
+bool target_arch_specific();
 // "sm_80" -> 80, "sm_90a" -> 90, "compute_90" -> 90; 0 when `arch` names no generation.
 int sm_of_arch(const std::string& arch);
 class TargetScope {
@@ -103,6 +106,7 @@ public:
 
 private:
   int previous_;
+  bool previous_specific_;
 };
 
 // The legal configs of `k` (the autotuner's search space), in a stable order.

@@ -48,7 +48,7 @@ std::vector<int> wgmma_splits(const Kernel& k, int bm, int bn) {
 
 bool gemm_wgmma_applies(const Kernel& k) {
   auto loads = [&](bool a) { return gemm_operand_tma(k, a) || gemm_operand_stageable(k, a); };
-  return target_sm() >= 90 && loads(true) && loads(false);
+  return target_sm() >= 90 && target_arch_specific() && loads(true) && loads(false);
 }
 
 int wgmma_threads(const TileConfig& c) { return kWarpgroup * (c.warps_m * c.warps_n + 1); }
@@ -67,7 +67,9 @@ void validate_gemm_wgmma(const Kernel& k, const TileConfig& c) {
   auto fail = [&](const std::string& rule) {
     throw Error(fmt::format("kernel @{}: tile config {}: {}", k.name, c.str(), rule));
   };
-  if (target_sm() < 90) fail(fmt::format("schedule wgmma needs sm_90a; the target is sm_{}", target_sm()));
+  if (target_sm() < 90 || !target_arch_specific())
+    fail(fmt::format("schedule wgmma needs sm_90a; the target is sm_{}{}", target_sm(),
+                     target_arch_specific() ? "a" : ""));
   for (bool a : {true, false})
     if (!gemm_operand_tma(k, a) && !gemm_operand_stageable(k, a))
       fail(fmt::format("operand {} cannot load through TMA (f16 or bf16 without a prologue, with row and batch "

@@ -82,8 +82,15 @@ TEST(GemmWgmma, TheHeuristicPicksItForLargeAlignedProducts) {
   EXPECT_TRUE(contains(codegen::emit_cuda(odd), "staged before the launch into rows of 4104 elements"));
   EXPECT_EQ(product(DType::f16, 16, 8192, 8192).config.schedule, ir::kMmaSync);
   EXPECT_EQ(product(DType::f32, 4096, 4096, 4096).config.schedule, ir::kSimt);
-  const ir::TargetScope ampere("sm_80");
-  EXPECT_EQ(product(DType::f16, 4096, 4096, 4096).config.schedule, ir::kMmaSync);
+  {
+    const ir::TargetScope ampere("sm_80");
+    EXPECT_EQ(product(DType::f16, 4096, 4096, 4096).config.schedule, ir::kMmaSync);
+  }
+  // Plain sm_90 (no "a") has no wgmma: its code must not use it.
+  const ir::TargetScope plain("sm_90");
+  const ir::Kernel k = product(DType::f16, 4096, 4096, 4096);
+  EXPECT_EQ(k.config.schedule, ir::kMmaSync);
+  EXPECT_FALSE(runtime::compile_cuda(codegen::emit_cuda(k), k.name, runtime::CompileOptions{"sm_90", {}}).cubin.empty());
 }
 
 TEST(GemmWgmma, FewTilesOfALongKSplitIt) {
