@@ -23,6 +23,16 @@ std::string batch_offset_code(const Shape& dims, const std::vector<int64_t>& str
 
 std::string zero_storage(DType t) { return std::string(storage_type(t)) + "{}"; }
 
+std::vector<std::string> gemm_pointer_params(const ir::Kernel& k, const std::vector<std::string>& names) {
+  std::vector<std::string> params;
+  for (size_t i = 0; i < k.args.size(); ++i) {
+    const ir::KernelArg& a = k.args[i];
+    params.push_back(
+        fmt::format("{}{}* __restrict__ {}", a.is_output ? "" : "const ", storage_type(a.type.dtype), names.at(i)));
+  }
+  return params;
+}
+
 std::string gemm_header_title(const ir::Kernel& k) {
   const ir::GemmCore& g = k.gemm;
   std::string s = fmt::format("\n// ---- kernel {}: gemm {}{} x {} x {} (M x N x K), {} products, fp32 sums ----\n",

@@ -19,6 +19,10 @@ std::string batch_offset_code(const Shape& dims, const std::vector<int64_t>& str
 // A value-initialised (all bits zero) element of dtype `t`'s storage type.
 std::string zero_storage(DType t);
 
+// The kernel's pointer parameters ("const __half* __restrict__ in_a", ...), one per
+// argument, named `names`.
+std::vector<std::string> gemm_pointer_params(const ir::Kernel& k, const std::vector<std::string>& names);
+
 // "// ---- kernel k0: gemm M x N x K ... ----", then the graph nodes it fuses.
 std::string gemm_header_title(const ir::Kernel& k);
 

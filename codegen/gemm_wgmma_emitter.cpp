@@ -117,12 +117,7 @@ private:
   }
 
   std::string signature() const {
-    std::vector<std::string> params;
-    for (size_t i = 0; i < k_.args.size(); ++i) {
-      const ir::KernelArg& a = k_.args[i];
-      params.push_back(fmt::format("{}{}* __restrict__ {}", a.is_output ? "" : "const ", storage_type(a.type.dtype),
-                                   params_[i]));
-    }
+    std::vector<std::string> params = gemm_pointer_params(k_, params_);
     params.push_back("const __grid_constant__ kiln_tensor_map map_a");
     params.push_back("const __grid_constant__ kiln_tensor_map map_b");
     return fmt::format("extern \"C\" __global__ void __launch_bounds__({}, 1) {}({}) {{\n", ir::gemm_threads(c_),
