@@ -3,7 +3,8 @@
 // slices. Its threads form a (k_threads x C / V) grid: consecutive threads own
 // consecutive groups of V columns, so a warp reads a contiguous stretch of each row
 // (16-byte vectors when V * element size is 16), and the K threads walk the slice's
-// rows with a stride of k_threads. Each thread accumulates in fp32; the K threads then
+// rows with a stride of k_threads. Each thread accumulates in fp32 (a logsumexp keeps a
+// running max and sum, a var Welford's count, mean and squared deviations); the K threads then
 // combine through shared memory as a tree over a fixed pairing. With k_split > 1 each
 // block writes its fp32 partials to module scratch and takes a ticket; the last block
 // of a column tile sums the slices in a fixed order and runs the epilogue (ticket
@@ -116,11 +117,11 @@ private:
   }
 
   // Module-scope scratch: one ticket per column tile (zero at load, reset by the last
-  // block) and fp32 partials [reduction][slice][column].
+  // block) and fp32 partials [state slot][slice][column].
   std::string scratch() const {
     return fmt::format("__device__ unsigned int {}[{}];\n__device__ float {}[{}];\n", scratch_name("tickets"),
                        col_tiles(), scratch_name("partials"),
-                       int64_t{static_cast<int64_t>(reduces_.size())} * c_.k_split * n_count_);
+                       int64_t{state_slots()} * c_.k_split * n_count_);
   }
 
   std::string signature() const {
@@ -134,7 +135,7 @@ private:
 
   std::string prologue() const {
     std::string s;
-    s += fmt::format("  __shared__ float kiln_part[{}][{}];\n", std::max<size_t>(1, reduces_.size()),
+    s += fmt::format("  __shared__ float kiln_part[{}][{}];\n", std::max(1, state_slots()),
                      int64_t{c_.k_threads} * width_);
     s += fmt::format("  const unsigned ct = threadIdx.x % {}u;  // column thread\n", col_threads_);
     s += fmt::format("  const unsigned kt = threadIdx.x / {}u;  // thread along K\n", col_threads_);
@@ -169,6 +170,60 @@ private:
     if (op == ir::OpKind::ReduceMax) return fmt::format("kiln_max({}, {})", acc, v);
     if (op == ir::OpKind::ReduceMin) return fmt::format("kiln_min({}, {})", acc, v);
     return fmt::format("{} + {}", acc, v);
+  }
+
+  // A reduction's running state is ir::reduce_state_size(op) floats: its names with
+  // `prefix` (acc5, or acc5_m and acc5_s for a logsumexp, acc5_n, acc5_mean and acc5_m2
+  // for a var), each followed by `index`.
+  std::vector<std::string> state(int r, const std::string& prefix, const std::string& index) const {
+    const ir::OpKind op = k_.body[r].op;
+    std::vector<std::string> parts = {""};
+    if (op == ir::OpKind::ReduceLogSumExp) parts = {"_m", "_s"};
+    if (op == ir::OpKind::ReduceVar) parts = {"_n", "_mean", "_m2"};
+    std::vector<std::string> out;
+    for (const std::string& p : parts) out.push_back(fmt::format("{}{}{}{}", prefix, r, p, index));
+    return out;
+  }
+  // The same state's floats in shared memory: kiln_part[slot][index], a slot each.
+  std::vector<std::string> shared_state(int r, const std::string& index) const {
+    std::vector<std::string> out;
+    for (int j = 0; j < ir::reduce_state_size(k_.body[r].op); ++j)
+      out.push_back(fmt::format("kiln_part[{}][{}]", first_slot(r) + j, index));
+    return out;
+  }
+  // The empty state: the identity, a -inf max with a zero sum, or no elements.
+  std::vector<std::string> empty_state(int r) const {
+    const ir::OpKind op = k_.body[r].op;
+    if (op == ir::OpKind::ReduceLogSumExp) return {"__int_as_float(0xff800000)", "0.0f"};
+    if (op == ir::OpKind::ReduceVar) return {"0.0f", "0.0f", "0.0f"};
+    return {identity(op)};
+  }
+  // state <- state with one more element x.
+  std::string add_element(int r, const std::vector<std::string>& st, const std::string& x) const {
+    const ir::OpKind op = k_.body[r].op;
+    if (op == ir::OpKind::ReduceLogSumExp) return fmt::format("kiln_lse_add({}, {}, {}, 1.0f);", st[0], st[1], x);
+    if (op == ir::OpKind::ReduceVar)
+      return fmt::format("kiln_welford_add({}, {}, {}, 1.0f, {}, 0.0f);", st[0], st[1], st[2], x);
+    return fmt::format("{} = {};", st[0], combine(op, st[0], x));
+  }
+  // state <- state merged with another part's state (the order is fixed by the caller).
+  std::string merge(int r, const std::vector<std::string>& st, const std::vector<std::string>& other) const {
+    const ir::OpKind op = k_.body[r].op;
+    if (op == ir::OpKind::ReduceLogSumExp)
+      return fmt::format("kiln_lse_add({}, {}, {}, {});", st[0], st[1], other[0], other[1]);
+    if (op == ir::OpKind::ReduceVar)
+      return fmt::format("kiln_welford_add({}, {}, {}, {}, {}, {});", st[0], st[1], st[2], other[0], other[1],
+                         other[2]);
+    return fmt::format("{} = {};", st[0], combine(op, st[0], other[0]));
+  }
+  // The reduced value of a column from its final state.
+  std::string result(int r, const std::string& index) const {
+    const ir::OpKind op = k_.body[r].op;
+    const std::vector<std::string> st = state(r, "res", index);
+    if (op == ir::OpKind::ReduceLogSumExp) return fmt::format("kiln_lse_result({}, {})", st[0], st[1]);
+    if (op == ir::OpKind::ReduceVar) return fmt::format("{} / {}", st[2], const_expr(DType::f32, k_count_));
+    if (op == ir::OpKind::ReduceMean) return fmt::format("{} / {}", st[0], const_expr(DType::f32, k_count_));
+    return st[0];
   }
 
   // The ops that `roots` need (Reduce ops stop the walk), in body order.
@@ -219,11 +274,7 @@ private:
         }
         return op_expr(op.op, op.attrs, op.dtype, types, names);
       }
-      case ScalarKind::Reduce: {  // the epilogue's reduced value for this column
-        std::string v = fmt::format("res{}[t]", id);
-        if (op.op == ir::OpKind::ReduceMean) v = fmt::format("{} / {}", v, const_expr(DType::f32, k_count_));
-        return v;
-      }
+      case ScalarKind::Reduce: return result(static_cast<int>(id), "[t]");  // the epilogue's reduced value
       case ScalarKind::Store:
       case ScalarKind::Acc: break;
     }
@@ -252,9 +303,12 @@ private:
   // or with one column one per lane of the vector, folded in order afterwards).
   std::string accumulate() const {
     std::string s = "  // Accumulate this thread's rows of the slice in fp32.\n";
-    for (int r : reduces_)
-      s += fmt::format("  float acc{}[{}];\n#pragma unroll\n  for (int t = 0; t < {}; ++t) acc{}[t] = {};\n", r, c_.vec,
-                       c_.vec, r, identity(k_.body[r].op));
+    for (int r : reduces_) {
+      const std::vector<std::string> names = state(r, "acc", ""), empty = empty_state(r);
+      for (size_t j = 0; j < names.size(); ++j)
+        s += fmt::format("  float {}[{}];\n#pragma unroll\n  for (int t = 0; t < {}; ++t) {}[t] = {};\n", names[j],
+                         c_.vec, c_.vec, names[j], empty[j]);
+    }
     std::vector<size_t> ops = loop_ops();
     std::set<int> args;
     for (size_t id : ops)
@@ -272,13 +326,12 @@ private:
     s += fmt::format("#pragma unroll\n      for (int t = 0; t < {}; ++t) {{\n", c_.vec);
     s += element_ops(ops, true, "        ");
     for (int r : reduces_)
-      s += fmt::format("        acc{}[t] = {};\n", r,
-                       combine(k_.body[r].op, fmt::format("acc{}[t]", r), fmt::format("e{}", k_.body[r].operands[0])));
+      s += fmt::format("        {}\n", add_element(r, state(r, "acc", "[t]"), fmt::format("e{}", k_.body[r].operands[0])));
     s += "      }\n    }\n  }\n";
     if (one_column_ && c_.vec > 1)
       for (int r : reduces_)
-        s += fmt::format("#pragma unroll\n  for (int t = 1; t < {}; ++t) acc{}[0] = {};\n", c_.vec, r,
-                         combine(k_.body[r].op, fmt::format("acc{}[0]", r), fmt::format("acc{}[t]", r)));
+        s += fmt::format("#pragma unroll\n  for (int t = 1; t < {}; ++t) {}\n", c_.vec,
+                         merge(r, state(r, "acc", "[0]"), state(r, "acc", "[t]")));
     return s;
   }
 
@@ -289,31 +342,43 @@ private:
     const int w = one_column_ ? 1 : c_.vec;
     const std::string slot = one_column_ ? "kt" : fmt::format("kt * {}u + ct * {}u + t", width_, c_.vec);
     std::string s = fmt::format("  // Combine {} over the {} threads along K, in a fixed order.\n", what, c_.k_threads);
-    for (int r : reduces_)
-      s += fmt::format("#pragma unroll\n  for (int t = 0; t < {}; ++t) kiln_part[{}][{}] = acc{}[t];\n", w, slot_of(r),
-                       slot, r);
+    for (int r : reduces_) {
+      const std::vector<std::string> part = shared_state(r, slot), acc = state(r, "acc", "[t]");
+      for (size_t j = 0; j < part.size(); ++j)
+        s += fmt::format("#pragma unroll\n  for (int t = 0; t < {}; ++t) {} = {};\n", w, part[j], acc[j]);
+    }
     s += "  __syncthreads();\n";
     if (c_.k_threads > 1) {
       s += fmt::format("  for (unsigned s = {}u; s > 0; s >>= 1) {{\n    if (kt < s) {{\n", c_.k_threads / 2);
       const std::string other = one_column_ ? "kt + s" : fmt::format("(kt + s) * {}u + ct * {}u + t", width_, c_.vec);
       for (int r : reduces_)
-        s += fmt::format("#pragma unroll\n      for (int t = 0; t < {}; ++t) kiln_part[{}][{}] = {};\n", w, slot_of(r),
-                         slot, combine(k_.body[r].op, fmt::format("kiln_part[{}][{}]", slot_of(r), slot),
-                                       fmt::format("kiln_part[{}][{}]", slot_of(r), other)));
+        s += fmt::format("#pragma unroll\n      for (int t = 0; t < {}; ++t) {}\n", w,
+                         merge(r, shared_state(r, slot), shared_state(r, other)));
       s += "    }\n    __syncthreads();\n  }\n";
     }
     const std::string first = one_column_ ? "0" : fmt::format("ct * {}u + t", c_.vec);
     for (int r : reduces_) {
-      if (declare) s += fmt::format("  float res{}[{}];\n", r, w);
-      s += fmt::format("#pragma unroll\n  for (int t = 0; t < {}; ++t) res{}[t] = kiln_part[{}][{}];\n", w, r,
-                       slot_of(r), first);
+      const std::vector<std::string> res = state(r, "res", ""), part = shared_state(r, first);
+      for (size_t j = 0; j < res.size(); ++j) {
+        // Without K slices to publish, a var's result needs only its squared deviations.
+        if (c_.k_split == 1 && k_.body[r].op == ir::OpKind::ReduceVar && j != 2) continue;
+        if (declare) s += fmt::format("  float {}[{}];\n", res[j], w);
+        s += fmt::format("#pragma unroll\n  for (int t = 0; t < {}; ++t) {}[t] = {};\n", w, res[j], part[j]);
+      }
     }
     return s;
   }
 
-  int slot_of(int r) const {
-    return static_cast<int>(std::find(reduces_.begin(), reduces_.end(), r) - reduces_.begin());
+  // The first of reduction r's slots of state (in shared memory and in the partials).
+  int first_slot(int r) const {
+    int slot = 0;
+    for (int x : reduces_) {
+      if (x == r) break;
+      slot += ir::reduce_state_size(k_.body[x].op);
+    }
+    return slot;
   }
+  int state_slots() const { return reduces_.empty() ? 0 : first_slot(-1); }
 
   std::string combine_threads() const { return tree("the partials", true); }
 
@@ -326,26 +391,35 @@ private:
     const int64_t per_reduce = int64_t{c_.k_split} * n_count_;
     std::string s = "  // Publish this slice's partials; the last block of the column tile combines them.\n";
     s += "  if (kt == 0 && active) {\n";
-    for (int r : reduces_)
-      s += fmt::format("#pragma unroll\n    for (int t = 0; t < {}; ++t)\n      if (col0 + t < {}) {}[{} + "
-                       "({})blockIdx.y * {} + col0 + t] = res{}[t];\n",
-                       w, lit(n_count_), partials, lit(slot_of(r) * per_reduce), idx_, lit(n_count_), r);
+    auto partial = [&](int slot, const std::string& slice) {
+      return fmt::format("{}[{} + ({}){} * {} + col0 + t]", partials, lit(slot * per_reduce), idx_, slice,
+                         lit(n_count_));
+    };
+    for (int r : reduces_) {
+      const std::vector<std::string> res = state(r, "res", "[t]");
+      for (size_t j = 0; j < res.size(); ++j)
+        s += fmt::format("#pragma unroll\n    for (int t = 0; t < {}; ++t)\n      if (col0 + t < {}) {} = {};\n", w,
+                         lit(n_count_), partial(first_slot(r) + static_cast<int>(j), "blockIdx.y"), res[j]);
+    }
     s += "  }\n  __threadfence();\n  __syncthreads();\n  __shared__ bool kiln_last;\n";
     s += "  if (threadIdx.x == 0) {\n";
     s += fmt::format("    kiln_last = atomicAdd(&{}[blockIdx.x], 1u) == {}u;\n", tickets, c_.k_split - 1);
     s += fmt::format("    if (kiln_last) {}[blockIdx.x] = 0u;  // ready for the next launch\n", tickets);
     s += "  }\n  __syncthreads();\n  if (!kiln_last) return;\n  __threadfence();\n";
-    for (int r : reduces_)
-      s += fmt::format("#pragma unroll\n  for (int t = 0; t < {}; ++t) acc{}[t] = {};\n", w, r,
-                       identity(k_.body[r].op));
+    for (int r : reduces_) {
+      const std::vector<std::string> acc = state(r, "acc", "[t]"), empty = empty_state(r);
+      for (size_t j = 0; j < acc.size(); ++j)
+        s += fmt::format("#pragma unroll\n  for (int t = 0; t < {}; ++t) {} = {};\n", w, acc[j], empty[j]);
+    }
     s += fmt::format("  for (unsigned slice = kt; slice < {}u; slice += {}u) {{\n", c_.k_split, c_.k_threads);
     s += fmt::format("#pragma unroll\n    for (int t = 0; t < {}; ++t) {{\n", w);
     s += fmt::format("      if (!active || col0 + t >= {}) continue;\n", lit(n_count_));
-    for (int r : reduces_)
-      s += fmt::format("      acc{}[t] = {};\n", r,
-                       combine(k_.body[r].op, fmt::format("acc{}[t]", r),
-                               fmt::format("__ldcg(&{}[{} + ({})slice * {} + col0 + t])", partials,
-                                           lit(slot_of(r) * per_reduce), idx_, lit(n_count_))));
+    for (int r : reduces_) {
+      std::vector<std::string> loaded;
+      for (int j = 0; j < ir::reduce_state_size(k_.body[r].op); ++j)
+        loaded.push_back(fmt::format("__ldcg(&{})", partial(first_slot(r) + j, "slice")));
+      s += fmt::format("      {}\n", merge(r, state(r, "acc", "[t]"), loaded));
+    }
     s += "    }\n  }\n  __syncthreads();  // every thread has read kiln_part's earlier values\n";
     return s + tree("the slices", false);
   }

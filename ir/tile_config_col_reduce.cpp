@@ -32,7 +32,7 @@ struct ColShape {
   CollapsedSpace space;
   int64_t k = 1, n = 1;  // reduced and kept element counts
   bool one_column = false;
-  int reduces = 0;
+  int reduces = 0;  // floats of running state per column, over every reduction
 };
 
 ColShape col_shape(const Kernel& kernel) {
@@ -41,7 +41,8 @@ ColShape col_shape(const Kernel& kernel) {
   for (int d = 0; d < static_cast<int>(s.space.dims.size()); ++d)
     (d < s.space.reduced_dims ? s.k : s.n) *= s.space.dims[static_cast<size_t>(d)];
   s.one_column = s.n == 1;
-  for (const ScalarOp& op : kernel.body) s.reduces += op.kind == ScalarKind::Reduce;
+  for (const ScalarOp& op : kernel.body)
+    if (op.kind == ScalarKind::Reduce) s.reduces += reduce_state_size(op.op);
   return s;
 }
 

@@ -36,6 +36,7 @@ struct Args {
   bool compile_only = false;
   bool no_nvrtc = false;
   bool verbose = false;
+  bool print_only = false;
   int max_ops = 12;
   int64_t max_elements = 4096;
   int shrink_attempts = 300;
@@ -88,6 +89,12 @@ int run(const Args& a) {
     const uint64_t seed = a.seed + i;
     kiln::fuzz::Decisions d = kiln::fuzz::Decisions::from_seed(seed);
     kiln::ir::Graph g = kiln::fuzz::random_graph(d, limits);
+    if (a.print_only) {  // the graphs themselves, to read or rerun a seed without a GPU
+      std::filesystem::create_directories(a.out);
+      write_text(fmt::format("{}/seed-{}-original.kiln", a.out, seed), kiln::ir::print(g));
+      ++graphs;
+      continue;
+    }
     Verdict v = check(g, seed);
     ++graphs;
     ++counts[v.kind];
@@ -126,7 +133,7 @@ int run(const Args& a) {
 
   const double wall = std::chrono::duration<double>(Clock::now() - start).count();
   std::cout << fmt::format("kiln-difftest: {} graphs in {:.1f} s ({}), seeds {}..{}\n", graphs, wall,
-                           gpu ? "on the GPU" : "compile-only", a.seed, a.seed + (graphs ? graphs - 1 : 0));
+                           a.print_only ? "printed" : gpu ? "on the GPU" : "compile-only", a.seed, a.seed + (graphs ? graphs - 1 : 0));
   for (const auto& [kind, n] : counts) std::cout << fmt::format("  {}: {}\n", kiln::fuzz::verdict_name(kind), n);
   for (const auto& [what, n] : rejections) std::cout << fmt::format("  rejected {}x: {}\n", n, what);
   return failures == 0 ? 0 : 1;
@@ -145,6 +152,7 @@ int main(int argc, char** argv) {
   app.add_option("--out", a.out, "folder for the reproducers")->capture_default_str();
   app.add_flag("--compile-only", a.compile_only, "check the compile path only, even with a GPU");
   app.add_flag("--no-nvrtc", a.no_nvrtc, "compile-only: stop at the CUDA source (a quick sweep of the passes)");
+  app.add_flag("--print", a.print_only, "write each graph to OUT/seed-N-original.kiln and check nothing");
   app.add_flag("--verbose", a.verbose, "name the seed of every rejected graph too");
   app.add_option("--max-ops", a.max_ops, "ops drawn per graph")->capture_default_str();
   app.add_option("--max-elements", a.max_elements, "elements per tensor at most")->capture_default_str();
