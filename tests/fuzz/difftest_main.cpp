@@ -84,8 +84,11 @@ int run(const Args& a) {
   std::map<Verdict::Kind, uint64_t> counts;
   std::map<std::string, uint64_t> rejections;
   uint64_t graphs = 0, failures = 0;
+  auto out_of_time = [&] {
+    return a.seconds > 0 && std::chrono::duration<double>(Clock::now() - start).count() >= a.seconds;
+  };
   for (uint64_t i = 0; a.count == 0 || i < a.count; ++i) {
-    if (a.seconds > 0 && std::chrono::duration<double>(Clock::now() - start).count() >= a.seconds) break;
+    if (out_of_time()) break;
     const uint64_t seed = a.seed + i;
     kiln::fuzz::Decisions d = kiln::fuzz::Decisions::from_seed(seed);
     kiln::ir::Graph g = kiln::fuzz::random_graph(d, limits);
@@ -104,7 +107,7 @@ int run(const Args& a) {
     if (v.kind == Verdict::Kind::Pass || v.kind == Verdict::Kind::Rejected) continue;
 
     ++failures;
-    std::cout << fmt::format("seed {}: {}\n{}\n", seed, kiln::fuzz::verdict_name(v.kind), v.detail);
+    std::cout << fmt::format("seed {}: {}\n{}\n", seed, kiln::fuzz::verdict_name(v.kind), v.detail) << std::flush;
     std::filesystem::create_directories(a.out);
     const std::string stem = fmt::format("{}/seed-{}", a.out, seed);
     write_text(stem + "-original.kiln", commented(fmt::format("kiln-difftest seed {}: {}\n{}", seed,
@@ -116,7 +119,11 @@ int run(const Args& a) {
       kiln::fuzz::ShrinkOptions options;
       options.max_attempts = a.shrink_attempts;
       small = kiln::fuzz::shrink_graph(
-          g, [&](const kiln::ir::Graph& c) { return check(c, seed).kind == v.kind; }, options, &stats);
+          g,
+          [&](const kiln::ir::Graph& c) {  // past the budget the shrinker stops: nothing more is accepted
+            return !out_of_time() && check(c, seed).kind == v.kind;
+          },
+          options, &stats);
     }
     Verdict still = check(small, seed);
     write_text(stem + ".kiln",
@@ -127,7 +134,8 @@ int run(const Args& a) {
                                      gpu ? "" : " --compile-only")) +
                    kiln::ir::print(small));
     std::cout << fmt::format("seed {}: reproducer {}.kiln ({} nodes; the original: {}-original.kiln)\n", seed, stem,
-                             small.num_nodes(), stem);
+                             small.num_nodes(), stem)
+              << std::flush;  // a run cut short keeps what it found
     if (v.kind == Verdict::Kind::RunError) break;
   }
 

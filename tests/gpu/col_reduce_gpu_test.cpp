@@ -162,10 +162,13 @@ TEST(ColReduceGpu, FusedPrologueAndEpilogue) {
 
 TEST(ColReduceGpu, EveryTileCandidateMatches) {
   KILN_REQUIRE_GPU();
+  // Every candidate of a sum and a max (about 400 and 120); of the multi-float states
+  // (logsumexp, var) every eighth, split ones and not, which keeps the test's time in bounds.
   for (const std::string& text : {col_reduce_test::column_graph("sum", "f16", 1000, 520),
                                   col_reduce_test::full_graph("max", "f32", 1000, 520),
                                   col_reduce_test::column_graph("logsumexp", "bf16", 1000, 520),
                                   col_reduce_test::column_graph("var", "f32", 1000, 520)}) {
+    const bool sampled = text.find("logsumexp") != std::string::npos || text.find("var") != std::string::npos;
     ir::Graph fused = ir::parse(text, "col_reduce_gpu_test");
     std::ostringstream quiet;
     passes::PassManager("decompose,simplify,cse,dce,fuse", {}, quiet).run(fused);
@@ -174,7 +177,9 @@ TEST(ColReduceGpu, EveryTileCandidateMatches) {
     options.pipeline = "";
     std::vector<ir::TileConfig> configs = ir::candidates(runtime::Program::compile(fused, options).kernels()[0].kernel);
     ASSERT_FALSE(configs.empty());
-    for (const ir::TileConfig& c : configs) {
+    for (size_t i = 0; i < configs.size(); ++i) {
+      const ir::TileConfig& c = configs[i];
+      if (sampled && i % 8 != 0) continue;
       SCOPED_TRACE(text + c.str());
       fused.group(0).tile = c.to_attrs();
       runtime::Program program = runtime::Program::compile(fused, options);
