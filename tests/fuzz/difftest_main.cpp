@@ -104,7 +104,10 @@ int run(const Args& a) {
     if (v.kind == Verdict::Kind::Rejected) ++rejections[rejection_kind(v.detail)];
     if (a.verbose && v.kind == Verdict::Kind::Rejected)
       std::cout << fmt::format("seed {}: rejected: {}\n", seed, rejection_kind(v.detail));
-    if (v.kind == Verdict::Kind::Pass || v.kind == Verdict::Kind::Rejected) continue;
+    if (v.kind == Verdict::Kind::Unstable && a.verbose)
+      std::cout << fmt::format("seed {}: {}\n{}", seed, kiln::fuzz::verdict_name(v.kind), v.detail);
+    if (v.kind == Verdict::Kind::Pass || v.kind == Verdict::Kind::Rejected || v.kind == Verdict::Kind::Unstable)
+      continue;
 
     ++failures;
     std::cout << fmt::format("seed {}: {}\n{}\n", seed, kiln::fuzz::verdict_name(v.kind), v.detail) << std::flush;
