@@ -1,5 +1,6 @@
-// The col-reduce emitter. The collapsed space is [K..., N...]: K reduced, N kept.
-// Block (bx, by) covers columns [bx * C, (bx + 1) * C) and slice `by` of K's k_split
+// The col-reduce emitter. The collapsed space is [K..., N...]: K reduced, N kept, each
+// side walked by one linear index whose digits give the coordinates (any set of
+// reduced axes: see ir/kernel_col_reduce.cpp for the patterns). Block (bx, by) covers columns [bx * C, (bx + 1) * C) and slice `by` of K's k_split
 // slices. Its threads form a (k_threads x C / V) grid: consecutive threads own
 // consecutive groups of V columns, so a warp reads a contiguous stretch of each row
 // (16-byte vectors when V * element size is 16), and the K threads walk the slice's
@@ -9,12 +10,16 @@
 // of a column tile sums the slices in a fixed order and runs the epilogue (ticket
 // counters are reset by that block, so the next launch starts from zero). Every order
 // is fixed: a run gives the same bits every time, with no floating-point atomics.
-// With one column (a full reduction) the vector of V runs along K instead.
+// When the innermost dim is reduced (a full reduction, [K, R], [R1, K, R2]) a block
+// takes one column and the vector of V runs along K instead (col_reads_along_reduced).
+// logsumexp keeps a (max, sum) pair per part and var a Welford triple; they merge
+// with the same helpers as the row kernels'.
 #include "codegen/col_reduce_emitter.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -32,14 +37,17 @@ namespace {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// The last block's fold of the slices: loads a thread keeps in flight.
+constexpr int kFoldUnroll = 8;
+
 class ColReduceEmitter {
 public:
   explicit ColReduceEmitter(const Kernel& k) : k_(k), c_(k.config), space_(ir::collapse(k)) {
     for (int d = 0; d < static_cast<int>(space_.dims.size()); ++d)
       (d < space_.reduced_dims ? k_count_ : n_count_) *= space_.dims[static_cast<size_t>(d)];
-    one_column_ = n_count_ == 1;
-    col_threads_ = one_column_ ? 1 : c_.cols / c_.vec;
-    width_ = one_column_ ? 1 : c_.cols;
+    along_reduced_ = ir::col_reads_along_reduced(k);
+    col_threads_ = along_reduced_ ? 1 : c_.cols / c_.vec;
+    width_ = along_reduced_ ? 1 : c_.cols;
     chunk_ = ceil_div(ceil_div(k_count_, c_.k_split), kvec()) * kvec();
     const bool wide = needs_wide_index(k);
     idx_ = wide ? "unsigned long long" : "unsigned int";
@@ -48,7 +56,11 @@ public:
     size_t j = 0;
     for (size_t id = 0; id < k.body.size(); ++id) {
       if (k.body[id].kind == ScalarKind::Index) index_slot_[id] = j++;
-      if (k.body[id].kind == ScalarKind::Reduce) reduces_.push_back(static_cast<int>(id));
+      if (k.body[id].kind == ScalarKind::Reduce) {
+        reduces_.push_back(static_cast<int>(id));
+        slot_[static_cast<int>(id)] = slots_;
+        slots_ += ir::reduce_accumulators(k.body[id].op);
+      }
     }
   }
 
@@ -65,7 +77,7 @@ public:
   }
 
 private:
-  int kvec() const { return one_column_ ? c_.vec : 1; }
+  int kvec() const { return along_reduced_ ? c_.vec : 1; }
   int block() const { return col_threads_ * c_.k_threads; }
   std::string lit(int64_t v) const { return std::to_string(v) + suffix_; }
   std::string_view storage(int arg) const { return storage_type(k_.args[arg].type.dtype); }
@@ -76,7 +88,7 @@ private:
   // The dim along which the vector of V elements runs: the innermost kept dim, or
   // with one column the innermost reduced dim.
   size_t vector_dim() const {
-    return one_column_ ? static_cast<size_t>(space_.reduced_dims) - 1 : space_.dims.size() - 1;
+    return along_reduced_ ? static_cast<size_t>(space_.reduced_dims) - 1 : space_.dims.size() - 1;
   }
   bool vectorized(int arg) const { return c_.vec > 1 && space_.arg_strides[arg][vector_dim()] != 0; }
 
@@ -110,7 +122,7 @@ private:
     s += fmt::format("// Config {}: grid {} x {} blocks of {} threads ({} along K x {} across columns); ", c_.str(),
                      d.grid[0], d.grid[1], d.block[0], c_.k_threads, col_threads_);
     s += fmt::format("{} consecutive {} per thread; K in {} slice{} of {}{}.\n", c_.vec,
-                     one_column_ ? "reduced elements" : "columns", c_.k_split, c_.k_split == 1 ? "" : "s", chunk_,
+                     along_reduced_ ? "reduced elements" : "columns", c_.k_split, c_.k_split == 1 ? "" : "s", chunk_,
                      c_.k_split == 1 ? "" : ", combined by the last block of each column tile");
     return s;
   }
@@ -119,8 +131,7 @@ private:
   // block) and fp32 partials [reduction][slice][column].
   std::string scratch() const {
     return fmt::format("__device__ unsigned int {}[{}];\n__device__ float {}[{}];\n", scratch_name("tickets"),
-                       col_tiles(), scratch_name("partials"),
-                       int64_t{static_cast<int64_t>(reduces_.size())} * c_.k_split * n_count_);
+                       col_tiles(), scratch_name("partials"), int64_t{slots_} * c_.k_split * n_count_);
   }
 
   std::string signature() const {
@@ -134,12 +145,11 @@ private:
 
   std::string prologue() const {
     std::string s;
-    s += fmt::format("  __shared__ float kiln_part[{}][{}];\n", std::max<size_t>(1, reduces_.size()),
-                     int64_t{c_.k_threads} * width_);
+    s += fmt::format("  __shared__ float kiln_part[{}][{}];\n", std::max(1, slots_), int64_t{c_.k_threads} * width_);
     s += fmt::format("  const unsigned ct = threadIdx.x % {}u;  // column thread\n", col_threads_);
     s += fmt::format("  const unsigned kt = threadIdx.x / {}u;  // thread along K\n", col_threads_);
     s += fmt::format("  const {} col0 = ({})blockIdx.x * {} + ({})ct * {};\n", idx_, idx_, lit(width_), idx_,
-                     lit(one_column_ ? 0 : c_.vec));
+                     lit(along_reduced_ ? 0 : c_.vec));
     s += fmt::format("  const bool active = col0 < {};\n", lit(n_count_));
     s += fmt::format("  const {} k_begin = ({})blockIdx.y * {};\n", idx_, idx_, lit(chunk_));
     s += fmt::format("  const {} k_end = k_begin + {} < {} ? k_begin + {} : {};\n", idx_, lit(chunk_),
@@ -160,15 +170,54 @@ private:
     return s;
   }
 
-  static std::string identity(ir::OpKind op) {
-    if (op == ir::OpKind::ReduceMax) return "__int_as_float(0xff800000)";  // -inf
+  // A reduction's accumulators, each a float (an array of V in registers, or a slot
+  // of shared memory or scratch): `acc(c)` names accumulator c.
+  using Accs = std::function<std::string(int)>;
+  int width(int r) const { return ir::reduce_accumulators(k_.body[r].op); }
+
+  // The empty part: sums 0, max -inf, min +inf; logsumexp (-inf, 0); var (0, 0, 0).
+  std::string identity(int r, int c) const {
+    const ir::OpKind op = k_.body[r].op;
+    if (op == ir::OpKind::ReduceMax || (op == ir::OpKind::ReduceLogSumExp && c == 0))
+      return "__int_as_float(0xff800000)";                             // -inf
     if (op == ir::OpKind::ReduceMin) return "__int_as_float(0x7f800000)";  // +inf
     return "0.0f";
   }
-  static std::string combine(ir::OpKind op, const std::string& acc, const std::string& v) {
-    if (op == ir::OpKind::ReduceMax) return fmt::format("kiln_max({}, {})", acc, v);
-    if (op == ir::OpKind::ReduceMin) return fmt::format("kiln_min({}, {})", acc, v);
-    return fmt::format("{} + {}", acc, v);
+  // The statement that folds the part `b` into `a` (both in accumulator form).
+  std::string merge(int r, const Accs& a, const Accs& b) const {
+    switch (k_.body[r].op) {
+      case ir::OpKind::ReduceMax: return fmt::format("{} = kiln_max({}, {});", a(0), a(0), b(0));
+      case ir::OpKind::ReduceMin: return fmt::format("{} = kiln_min({}, {});", a(0), a(0), b(0));
+      case ir::OpKind::ReduceLogSumExp: return fmt::format("kiln_lse_add({}, {}, {}, {});", a(0), a(1), b(0), b(1));
+      case ir::OpKind::ReduceVar:
+        return fmt::format("kiln_welford_add({}, {}, {}, {}, {}, {});", a(0), a(1), a(2), b(0), b(1), b(2));
+      default: return fmt::format("{} = {} + {};", a(0), a(0), b(0));
+    }
+  }
+  // The statement that folds one element `v` into `a`: a part of one element is v for
+  // the one-accumulator reductions, (v, 1) for logsumexp and (1, v, 0) for var.
+  std::string push(int r, const Accs& a, const std::string& v) const {
+    switch (k_.body[r].op) {
+      case ir::OpKind::ReduceLogSumExp: return fmt::format("kiln_lse_add({}, {}, {}, 1.0f);", a(0), a(1), v);
+      case ir::OpKind::ReduceVar: return fmt::format("kiln_welford_add({}, {}, {}, 1.0f, {}, 0.0f);", a(0), a(1), a(2), v);
+      default: return merge(r, a, [&](int) { return v; });
+    }
+  }
+  // The reduction's value from its combined accumulators.
+  std::string result(int r, const Accs& a) const {
+    switch (k_.body[r].op) {
+      case ir::OpKind::ReduceMean: return fmt::format("{} / {}", a(0), const_expr(DType::f32, k_count_));
+      case ir::OpKind::ReduceLogSumExp: return fmt::format("kiln_lse_result({}, {})", a(0), a(1));
+      case ir::OpKind::ReduceVar: return fmt::format("{} / {}", a(2), const_expr(DType::f32, k_count_));
+      default: return a(0);
+    }
+  }
+  // Accumulator c of reduction r in registers (`name`<r>_<c>[`t`]) or in a slot array.
+  static Accs regs(const char* name, int r, const std::string& t) {
+    return [=](int c) { return fmt::format("{}{}_{}[{}]", name, r, c, t); };
+  }
+  Accs shared(int r, const std::string& at) const {
+    return [=, this](int c) { return fmt::format("kiln_part[{}][{}]", slot_.at(r) + c, at); };
   }
 
   // The ops that `roots` need (Reduce ops stop the walk), in body order.
@@ -219,11 +268,8 @@ private:
         }
         return op_expr(op.op, op.attrs, op.dtype, types, names);
       }
-      case ScalarKind::Reduce: {  // the epilogue's reduced value for this column
-        std::string v = fmt::format("res{}[t]", id);
-        if (op.op == ir::OpKind::ReduceMean) v = fmt::format("{} / {}", v, const_expr(DType::f32, k_count_));
-        return v;
-      }
+      case ScalarKind::Reduce:  // the epilogue's reduced value for this column
+        return result(static_cast<int>(id), regs("res", static_cast<int>(id), "t"));
       case ScalarKind::Store:
       case ScalarKind::Acc: break;
     }
@@ -248,13 +294,23 @@ private:
     return cone(operands);
   }
 
-  // The K loop: each thread accumulates V fp32 values per reduction (one per column,
-  // or with one column one per lane of the vector, folded in order afterwards).
+  // Declares accumulators `name`<r>_<c>[w] of every reduction at the empty part.
+  std::string declare(const char* name, int w, bool declared) const {
+    std::string s;
+    for (int r : reduces_)
+      for (int c = 0; c < width(r); ++c) {
+        if (!declared) s += fmt::format("  float {}{}_{}[{}];\n", name, r, c, w);
+        s += fmt::format("#pragma unroll\n  for (int t = 0; t < {}; ++t) {}{}_{}[t] = {};\n", w, name, r, c,
+                         identity(r, c));
+      }
+    return s;
+  }
+
+  // The K loop: each thread accumulates V fp32 parts per reduction (one per column,
+  // or along the reduced elements one per lane of the vector, folded in order afterwards).
   std::string accumulate() const {
     std::string s = "  // Accumulate this thread's rows of the slice in fp32.\n";
-    for (int r : reduces_)
-      s += fmt::format("  float acc{}[{}];\n#pragma unroll\n  for (int t = 0; t < {}; ++t) acc{}[t] = {};\n", r, c_.vec,
-                       c_.vec, r, identity(k_.body[r].op));
+    s += declare("acc", c_.vec, false);
     std::vector<size_t> ops = loop_ops();
     std::set<int> args;
     for (size_t id : ops)
@@ -272,47 +328,43 @@ private:
     s += fmt::format("#pragma unroll\n      for (int t = 0; t < {}; ++t) {{\n", c_.vec);
     s += element_ops(ops, true, "        ");
     for (int r : reduces_)
-      s += fmt::format("        acc{}[t] = {};\n", r,
-                       combine(k_.body[r].op, fmt::format("acc{}[t]", r), fmt::format("e{}", k_.body[r].operands[0])));
+      s += fmt::format("        {}\n", push(r, regs("acc", r, "t"), fmt::format("e{}", k_.body[r].operands[0])));
     s += "      }\n    }\n  }\n";
-    if (one_column_ && c_.vec > 1)
+    if (along_reduced_ && c_.vec > 1)
       for (int r : reduces_)
-        s += fmt::format("#pragma unroll\n  for (int t = 1; t < {}; ++t) acc{}[0] = {};\n", c_.vec, r,
-                         combine(k_.body[r].op, fmt::format("acc{}[0]", r), fmt::format("acc{}[t]", r)));
+        s += fmt::format("#pragma unroll\n  for (int t = 1; t < {}; ++t) {}\n", c_.vec,
+                         merge(r, regs("acc", r, "0"), regs("acc", r, "t")));
     return s;
   }
 
-  // The values each thread holds per column (acc<r>[0..W)) combined over the K
+  // The parts each thread holds per column (acc<r>_<c>[0..W)) combined over the K
   // threads: a tree in shared memory, kt with kt + s, halving s; every thread ends
-  // with kt == 0's result in res<r>.
+  // with kt == 0's result in res<r>_<c>.
   std::string tree(const std::string& what, bool declare) const {
-    const int w = one_column_ ? 1 : c_.vec;
-    const std::string slot = one_column_ ? "kt" : fmt::format("kt * {}u + ct * {}u + t", width_, c_.vec);
+    const int w = along_reduced_ ? 1 : c_.vec;
+    const std::string slot = along_reduced_ ? "kt" : fmt::format("kt * {}u + ct * {}u + t", width_, c_.vec);
     std::string s = fmt::format("  // Combine {} over the {} threads along K, in a fixed order.\n", what, c_.k_threads);
     for (int r : reduces_)
-      s += fmt::format("#pragma unroll\n  for (int t = 0; t < {}; ++t) kiln_part[{}][{}] = acc{}[t];\n", w, slot_of(r),
-                       slot, r);
+      for (int c = 0; c < width(r); ++c)
+        s += fmt::format("#pragma unroll\n  for (int t = 0; t < {}; ++t) {} = acc{}_{}[t];\n", w, shared(r, slot)(c), r,
+                         c);
     s += "  __syncthreads();\n";
     if (c_.k_threads > 1) {
       s += fmt::format("  for (unsigned s = {}u; s > 0; s >>= 1) {{\n    if (kt < s) {{\n", c_.k_threads / 2);
-      const std::string other = one_column_ ? "kt + s" : fmt::format("(kt + s) * {}u + ct * {}u + t", width_, c_.vec);
+      const std::string other = along_reduced_ ? "kt + s" : fmt::format("(kt + s) * {}u + ct * {}u + t", width_, c_.vec);
       for (int r : reduces_)
-        s += fmt::format("#pragma unroll\n      for (int t = 0; t < {}; ++t) kiln_part[{}][{}] = {};\n", w, slot_of(r),
-                         slot, combine(k_.body[r].op, fmt::format("kiln_part[{}][{}]", slot_of(r), slot),
-                                       fmt::format("kiln_part[{}][{}]", slot_of(r), other)));
+        s += fmt::format("#pragma unroll\n      for (int t = 0; t < {}; ++t) {}\n", w,
+                         merge(r, shared(r, slot), shared(r, other)));
       s += "    }\n    __syncthreads();\n  }\n";
     }
-    const std::string first = one_column_ ? "0" : fmt::format("ct * {}u + t", c_.vec);
-    for (int r : reduces_) {
-      if (declare) s += fmt::format("  float res{}[{}];\n", r, w);
-      s += fmt::format("#pragma unroll\n  for (int t = 0; t < {}; ++t) res{}[t] = kiln_part[{}][{}];\n", w, r,
-                       slot_of(r), first);
-    }
+    const std::string first = along_reduced_ ? "0" : fmt::format("ct * {}u + t", c_.vec);
+    for (int r : reduces_)
+      for (int c = 0; c < width(r); ++c) {
+        if (declare) s += fmt::format("  float res{}_{}[{}];\n", r, c, w);
+        s += fmt::format("#pragma unroll\n  for (int t = 0; t < {}; ++t) res{}_{}[t] = {};\n", w, r, c,
+                         shared(r, first)(c));
+      }
     return s;
-  }
-
-  int slot_of(int r) const {
-    return static_cast<int>(std::find(reduces_.begin(), reduces_.end(), r) - reduces_.begin());
   }
 
   std::string combine_threads() const { return tree("the partials", true); }
@@ -321,31 +373,38 @@ private:
   // column tile reads every slice (thread kt takes slices kt, kt + k_threads, ... in
   // order) and combines them with the same tree.
   std::string combine_slices() const {
-    const int w = one_column_ ? 1 : c_.vec;
+    const int w = along_reduced_ ? 1 : c_.vec;
     const std::string partials = scratch_name("partials"), tickets = scratch_name("tickets");
-    const int64_t per_reduce = int64_t{c_.k_split} * n_count_;
+    const int64_t per_slot = int64_t{c_.k_split} * n_count_;
+    // Accumulator c of reduction r for slice `slice` of column col0 + t in the scratch.
+    auto scratch_at = [&](int r, const std::string& slice) {
+      return [=, this](int c) {
+        return fmt::format("{}[{} + ({}){} * {} + col0 + t]", partials, lit((slot_.at(r) + c) * per_slot), idx_, slice,
+                           lit(n_count_));
+      };
+    };
     std::string s = "  // Publish this slice's partials; the last block of the column tile combines them.\n";
     s += "  if (kt == 0 && active) {\n";
+    s += fmt::format("#pragma unroll\n    for (int t = 0; t < {}; ++t) {{\n      if (col0 + t >= {}) continue;\n", w,
+                     lit(n_count_));
     for (int r : reduces_)
-      s += fmt::format("#pragma unroll\n    for (int t = 0; t < {}; ++t)\n      if (col0 + t < {}) {}[{} + "
-                       "({})blockIdx.y * {} + col0 + t] = res{}[t];\n",
-                       w, lit(n_count_), partials, lit(slot_of(r) * per_reduce), idx_, lit(n_count_), r);
-    s += "  }\n  __threadfence();\n  __syncthreads();\n  __shared__ bool kiln_last;\n";
+      for (int c = 0; c < width(r); ++c)
+        s += fmt::format("      {} = res{}_{}[t];\n", scratch_at(r, "blockIdx.y")(c), r, c);
+    s += "    }\n  }\n  __threadfence();\n  __syncthreads();\n  __shared__ bool kiln_last;\n";
     s += "  if (threadIdx.x == 0) {\n";
     s += fmt::format("    kiln_last = atomicAdd(&{}[blockIdx.x], 1u) == {}u;\n", tickets, c_.k_split - 1);
     s += fmt::format("    if (kiln_last) {}[blockIdx.x] = 0u;  // ready for the next launch\n", tickets);
     s += "  }\n  __syncthreads();\n  if (!kiln_last) return;\n  __threadfence();\n";
-    for (int r : reduces_)
-      s += fmt::format("#pragma unroll\n  for (int t = 0; t < {}; ++t) acc{}[t] = {};\n", w, r,
-                       identity(k_.body[r].op));
-    s += fmt::format("  for (unsigned slice = kt; slice < {}u; slice += {}u) {{\n", c_.k_split, c_.k_threads);
+    s += declare("acc", w, true);
+    // Unrolled, so that a thread's loads of its slices are in flight together.
+    s += fmt::format("#pragma unroll {}\n  for (unsigned slice = kt; slice < {}u; slice += {}u) {{\n", kFoldUnroll,
+                     c_.k_split, c_.k_threads);
     s += fmt::format("#pragma unroll\n    for (int t = 0; t < {}; ++t) {{\n", w);
     s += fmt::format("      if (!active || col0 + t >= {}) continue;\n", lit(n_count_));
-    for (int r : reduces_)
-      s += fmt::format("      acc{}[t] = {};\n", r,
-                       combine(k_.body[r].op, fmt::format("acc{}[t]", r),
-                               fmt::format("__ldcg(&{}[{} + ({})slice * {} + col0 + t])", partials,
-                                           lit(slot_of(r) * per_reduce), idx_, lit(n_count_))));
+    for (int r : reduces_) {
+      const Accs from = scratch_at(r, "slice");
+      s += fmt::format("      {}\n", merge(r, regs("acc", r, "t"), [&](int c) { return "__ldcg(&" + from(c) + ")"; }));
+    }
     s += "    }\n  }\n  __syncthreads();  // every thread has read kiln_part's earlier values\n";
     return s + tree("the slices", false);
   }
@@ -357,9 +416,9 @@ private:
         stores.push_back(static_cast<int>(id));
         values.push_back(k_.body[id].operands[0]);
       }
-    const int w = one_column_ ? 1 : c_.vec;
+    const int w = along_reduced_ ? 1 : c_.vec;
     std::string s = "  // The epilogue and the per-column outputs.\n";
-    s += one_column_ ? "  if (threadIdx.x == 0) {\n" : "  if (kt == 0 && active) {\n";
+    s += along_reduced_ ? "  if (threadIdx.x == 0) {\n" : "  if (kt == 0 && active) {\n";
     s += fmt::format("#pragma unroll\n    for (int t = 0; t < {}; ++t) {{\n", w);
     s += fmt::format("      if (col0 + t >= {}) continue;\n", lit(n_count_));
     s += element_ops(cone(values), false, "      ");
@@ -375,13 +434,15 @@ private:
   const ir::TileConfig& c_;
   ir::CollapsedSpace space_;
   int64_t k_count_ = 1, n_count_ = 1, chunk_ = 1;
-  bool one_column_ = false;
+  bool along_reduced_ = false;
   int col_threads_ = 1;
   int64_t width_ = 1;  // columns per block
   std::string idx_, suffix_;
   std::vector<std::string> param_;
   std::map<size_t, size_t> index_slot_;  // Index op id -> its slot in CollapsedSpace::index_coeffs
   std::vector<int> reduces_;             // Reduce op ids, in body order
+  std::map<int, int> slot_;              // Reduce op id -> its first accumulator's slot
+  int slots_ = 0;                        // accumulators of all reductions
 };
 
 }  // namespace
@@ -392,10 +453,10 @@ LaunchDims col_reduce_launch_dims(const Kernel& k) {
     throw Error(fmt::format("kernel @{} has no col_reduce tile config", k.name));
   const int64_t n = ir::col_count(k);
   LaunchDims d;
-  const bool one_column = n == 1;
-  d.grid[0] = static_cast<unsigned>(ceil_div(n, one_column ? 1 : c.cols));
+  const bool along_reduced = ir::col_reads_along_reduced(k);
+  d.grid[0] = static_cast<unsigned>(ceil_div(n, along_reduced ? 1 : c.cols));
   d.grid[1] = static_cast<unsigned>(c.k_split);
-  d.block[0] = static_cast<unsigned>((one_column ? 1 : c.cols / c.vec) * c.k_threads);
+  d.block[0] = static_cast<unsigned>((along_reduced ? 1 : c.cols / c.vec) * c.k_threads);
   return d;
 }
 

@@ -1,8 +1,10 @@
 // The col-reduce kind's tile rules. A col_reduce kernel reduces the leading dims K of
-// a collapsed space [K, N]. Its block is (cols / vec) column threads, each moving vec
-// consecutive columns (16-byte loads), times k_threads threads walking K; k_split
-// cuts K into slices across the grid's y dim so that tall matrices with few columns
-// still fill the GPU. With one column (a full reduction) the vector runs along K.
+// a collapsed space [K..., N...] (any set of reduced axes). Its block is (cols / vec)
+// column threads, each moving vec consecutive columns (16-byte loads), times
+// k_threads threads walking K; k_split cuts K into slices across the grid's y dim so
+// that tall matrices with few columns still fill the GPU. When the innermost dim is
+// reduced (a full reduction, [K, R]) a block takes one column and the vector runs
+// along K.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -31,8 +33,9 @@ bool power_of_two(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 struct ColShape {
   CollapsedSpace space;
   int64_t k = 1, n = 1;  // reduced and kept element counts
-  bool one_column = false;
-  int reduces = 0;
+  bool one_column = false;  // a block takes one column (col_reads_along_reduced)
+  int64_t inner_cols = 1;   // the innermost kept dim (columns mode): a block's columns stay inside it
+  int reduces = 0;          // fp32 accumulators of all the reductions
 };
 
 ColShape col_shape(const Kernel& kernel) {
@@ -40,22 +43,24 @@ ColShape col_shape(const Kernel& kernel) {
   s.space = collapse(kernel);
   for (int d = 0; d < static_cast<int>(s.space.dims.size()); ++d)
     (d < s.space.reduced_dims ? s.k : s.n) *= s.space.dims[static_cast<size_t>(d)];
-  s.one_column = s.n == 1;
-  for (const ScalarOp& op : kernel.body) s.reduces += op.kind == ScalarKind::Reduce;
+  s.one_column = col_reads_along_reduced(kernel);
+  if (static_cast<size_t>(s.space.reduced_dims) < s.space.dims.size()) s.inner_cols = s.space.dims.back();
+  for (const ScalarOp& op : kernel.body)
+    if (op.kind == ScalarKind::Reduce) s.reduces += reduce_accumulators(op.op);
   return s;
 }
 
-// Why `vec` cannot be used, or empty. Columns: every input that moves along N reads
-// it contiguously from starts that are multiples of vec. One column: the same along K.
+// Why `vec` cannot be used, or empty. Columns: every input that moves along the
+// innermost kept dim reads it contiguously from starts that are multiples of vec (so a
+// vector never straddles a digit of the other kept dims). One column a block: the same
+// along the innermost reduced dim.
 std::string vec_problem(const Kernel& kernel, const ColShape& s, int vec) {
   if (vec != 1 && vec != 2 && vec != 4 && vec != 8) return "vec must be 1, 2, 4 or 8";
   if (vec == 1) return "";
   const CollapsedSpace& c = s.space;
   const size_t inner = s.one_column ? static_cast<size_t>(c.reduced_dims) - 1 : c.dims.size() - 1;
-  const size_t first = s.one_column ? 0 : static_cast<size_t>(c.reduced_dims);
-  const char* along = s.one_column ? "the reduced dims" : "the columns";
-  if (inner != first) return fmt::format("{} do not collapse to one dim", along);
-  if (c.dims[inner] % vec != 0) return fmt::format("{} ({}) are not a multiple of vec", along, c.dims[inner]);
+  const char* along = s.one_column ? "the innermost reduced dim" : "the innermost kept dim";
+  if (c.dims[inner] % vec != 0) return fmt::format("{} ({}) is not a multiple of vec", along, c.dims[inner]);
   for (size_t i = 0; i < kernel.args.size(); ++i) {
     const KernelArg& a = kernel.args[i];
     const std::vector<int64_t>& st = c.arg_strides[i];
@@ -100,7 +105,9 @@ void validate_col_reduce(const Kernel& k, const TileConfig& c) {
     fail("a col_reduce kernel sets cols, vec, k_threads and k_split only");
   if (std::string why = vec_problem(k, s, c.vec); !why.empty()) fail(fmt::format("vec = {}: {}", c.vec, why));
   if (s.one_column) {
-    if (c.cols != 1) fail(fmt::format("cols = {}: a full reduction has one column, so cols must be 1", c.cols));
+    if (c.cols != 1)
+      fail(fmt::format("cols = {}: a block takes one column when the innermost dim is reduced, so cols must be 1",
+                       c.cols));
   } else {
     if (c.cols < c.vec || c.cols % c.vec != 0 || !power_of_two(c.cols / c.vec))
       fail(fmt::format("cols = {}: columns per block must be vec times a power of two", c.cols));
