@@ -129,31 +129,67 @@ void validate_col_reduce(const Kernel& k, const TileConfig& c) {
   if (ceil_div(s.n, c.cols) > kMaxGrid) fail("the grid needs more column blocks than the limit");
 }
 
+namespace {
+
+// The last block of a column tile folds the k_split slices' partials, each of its
+// threads along K every k_threads-th slice: the kernel's serial tail. At most this many
+// slices a thread keeps that tail to a few loads in flight at once.
+constexpr int kMaxSlicesPerThread = 8;
+
+// Slices of K for a block shape: until the blocks fill every SM once (columns; 16384 x
+// 16384 fp32: 128 column tiles x 8 slices, all resident) or twice (one column a
+// block: 2^27 elements in 1056 blocks of 512), while each thread keeps at least 16
+// (columns) or 8 (one column) vectors to read in its slice and the fold stays short.
+int default_split(const ColShape& s, const TileConfig& c) {
+  const int block = block_threads(s, c);
+  const int64_t wave = int64_t{kTargetSMs} * (kThreadsPerSM / block);
+  const int64_t col_blocks = ceil_div(s.n, c.cols);
+  const int64_t per_thread = s.one_column ? 8 * c.vec : 16;
+  const int64_t by_work = std::max<int64_t>(1, s.k / (int64_t{c.k_threads} * per_thread));
+  const int64_t by_wave = std::max<int64_t>(1, (s.one_column ? 2 * wave : wave) / col_blocks);
+  const int64_t by_fold = int64_t{kMaxSlicesPerThread} * c.k_threads;
+  int64_t split = std::min({by_work, by_wave, by_fold, int64_t{kMaxSplit}});
+  const int64_t scratch_cap = kMaxScratchBytes / (int64_t{4} * std::max(1, s.reduces) * s.n);
+  return static_cast<int>(std::max<int64_t>(1, std::min(split, scratch_cap)));
+}
+
+}  // namespace
+
+// The sweep: every block shape at the widest legal vector, each with its default
+// split, a quarter, half, twice and four times it, and no split. Every split is its
+// own binary (the slice length is compiled in), so a sweep over all of them for every
+// vector width (about 600 configs for a tall f32 matrix, 30-80 ms of NVRTC each) spent
+// a tuning budget of seconds on compiles alone; narrower vectors read the same bytes
+// in more instructions and have not won on the H200.
 std::vector<TileConfig> col_reduce_candidates(const Kernel& k) {
   const ColShape s = col_shape(k);
   std::vector<TileConfig> out;
   auto keep = [&](const TileConfig& c) {
+    if (std::find(out.begin(), out.end(), c) != out.end()) return;
     try {
       validate_col_reduce(k, c);
       out.push_back(c);
     } catch (const Error&) {
     }
   };
-  for (int vec : {1, 2, 4, 8}) {
-    if (!vec_problem(k, s, vec).empty()) continue;
-    for (int col_threads = s.one_column ? 1 : 4; col_threads <= (s.one_column ? 1 : 64); col_threads *= 2) {
-      if (col_threads > 4 && int64_t{col_threads / 2} * vec >= s.n) break;  // more threads than columns
-      for (int kt = 1; kt <= kMaxBlock; kt *= 2) {
-        if (col_threads * kt < 64 || col_threads * kt > 512) continue;
-        for (int split = 1; split <= 1024; split *= 2) {
-          if (split > 1 && int64_t{split} * kt * vec > s.k) break;
-          TileConfig c;
-          c.cols = s.one_column ? 1 : col_threads * vec;
-          c.vec = vec;
-          c.k_threads = kt;
-          c.k_split = split;
-          keep(c);
-        }
+  int vec = kMaxVectorBytes / widest_input_bytes(k);
+  while (vec > 1 && !vec_problem(k, s, vec).empty()) vec /= 2;
+  const int64_t fit = std::min(s.n, s.inner_cols);
+  for (int col_threads = s.one_column ? 1 : 4; col_threads <= (s.one_column ? 1 : 64); col_threads *= 2) {
+    if (col_threads > 4 && int64_t{col_threads / 2} * vec >= fit) break;  // more threads than columns
+    for (int kt = 1; kt <= kMaxBlock; kt *= 2) {
+      if (col_threads * kt < 64 || col_threads * kt > 512) continue;
+      TileConfig c;
+      c.cols = s.one_column ? 1 : col_threads * vec;
+      c.vec = vec;
+      c.k_threads = kt;
+      c.k_split = 1;
+      const int split = default_split(s, c);
+      for (int64_t v : {int64_t{1}, int64_t{split}, int64_t{split} / 2, int64_t{split} * 2, int64_t{split} / 4,
+                        int64_t{split} * 4}) {
+        if (v < 1 || v > kMaxSplit || (v > 1 && v * kt * vec > s.k)) continue;
+        c.k_split = static_cast<int>(v);
+        keep(c);
       }
     }
   }
@@ -168,29 +204,29 @@ TileConfig col_reduce_heuristic(const Kernel& k) {
   int col_threads = 1;
   if (s.one_column) {
     c.cols = 1;
-    c.k_threads = std::max(32, std::min(512, pow2_at_least(ceil_div(s.k, c.vec))));
+    // One column: up to 512 threads. Many columns of a block each ([K, R], [R1, K, R2]):
+    // at least 16 vectors a thread, so that its loads outweigh the block's combine.
+    const int64_t vectors = ceil_div(s.k, int64_t{c.vec} * (s.n > 1 ? 16 : 1));
+    c.k_threads = std::max(32, std::min(512, pow2_at_least(vectors)));
   } else {
     // A warp across 32 column vectors (512 contiguous bytes per row), fewer when the
-    // columns run out; the rest of a 256-thread block walks K.
+    // columns run out (a middle axis: the innermost kept dim, so that a block's
+    // columns lie in one contiguous stretch of each row); the rest of a 256-thread
+    // block walks K.
+    const int64_t fit = std::min(s.n, s.inner_cols);
     col_threads = 32;
-    while (col_threads > 1 && int64_t{col_threads / 2} * c.vec >= s.n) col_threads /= 2;
+    while (col_threads > 1 && int64_t{col_threads / 2} * c.vec >= fit) col_threads /= 2;
+    // A tall matrix with few column tiles: narrower tiles (down to 8 threads, 128
+    // bytes a row) put more of the block along K and more tiles in the grid, so that
+    // fewer slices fill the GPU and the last block's fold of them stays short
+    // (65536 x 256 fp32: 2 tiles of 512 slices before, 8 tiles of 128 now).
+    while (col_threads > 8 && ceil_div(s.n, int64_t{col_threads} * c.vec) < kTargetSMs / 4) col_threads /= 2;
     c.cols = col_threads * c.vec;
     c.k_threads = std::min(256 / col_threads, pow2_at_least(s.k));
     c.k_threads = std::max(c.k_threads, 32 / col_threads);
   }
-  // Slices of K until the blocks fill every SM once (columns; 16384 x 16384 fp32:
-  // 128 column tiles x 8 slices, all resident) or twice (one column: 2^27 elements
-  // in 1056 blocks of 512), while each thread keeps at least 16 (columns) or 8 (one
-  // column) vectors to read in its slice.
-  const int block = block_threads(s, c);
-  const int64_t wave = int64_t{kTargetSMs} * (kThreadsPerSM / block);
-  const int64_t col_blocks = ceil_div(s.n, c.cols);
-  const int64_t per_thread = s.one_column ? 8 * c.vec : 16;
-  const int64_t by_work = std::max<int64_t>(1, s.k / (int64_t{c.k_threads} * per_thread));
-  const int64_t by_wave = std::max<int64_t>(1, (s.one_column ? 2 * wave : wave) / col_blocks);
-  c.k_split = static_cast<int>(std::min({by_work, by_wave, int64_t{kMaxSplit}}));
-  const int64_t scratch_cap = kMaxScratchBytes / (int64_t{4} * std::max(1, s.reduces) * s.n);
-  c.k_split = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(c.k_split, scratch_cap)));
+  c.k_split = 1;
+  c.k_split = default_split(s, c);
   return c;
 }
 
