@@ -212,6 +212,9 @@ private:
       default: return a(0);
     }
   }
+  // Whether result() reads accumulator c (var's value is its squared deviations over
+  // the count, which is K).
+  bool result_reads(int r, int c) const { return k_.body[r].op != ir::OpKind::ReduceVar || c == 2; }
   // Accumulator c of reduction r in registers (`name`<r>_<c>[`t`]) or in a slot array.
   static Accs regs(const char* name, int r, const std::string& t) {
     return [=](int c) { return fmt::format("{}{}_{}[{}]", name, r, c, t); };
@@ -358,8 +361,11 @@ private:
       s += "    }\n    __syncthreads();\n  }\n";
     }
     const std::string first = along_reduced_ ? "0" : fmt::format("ct * {}u + t", c_.vec);
+    // Slices publish every accumulator; the epilogue reads only those of the result.
+    const bool publish = declare && c_.k_split > 1;
     for (int r : reduces_)
       for (int c = 0; c < width(r); ++c) {
+        if (!publish && !result_reads(r, c)) continue;
         if (declare) s += fmt::format("  float res{}_{}[{}];\n", r, c, w);
         s += fmt::format("#pragma unroll\n  for (int t = 0; t < {}; ++t) res{}_{}[t] = {};\n", w, r, c,
                          shared(r, first)(c));

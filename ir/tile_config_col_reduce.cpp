@@ -155,12 +155,12 @@ int default_split(const ColShape& s, const TileConfig& c) {
 
 }  // namespace
 
-// The sweep: every block shape at the widest legal vector, each with its default
-// split, a quarter, half, twice and four times it, and no split. Every split is its
-// own binary (the slice length is compiled in), so a sweep over all of them for every
-// vector width (about 600 configs for a tall f32 matrix, 30-80 ms of NVRTC each) spent
-// a tuning budget of seconds on compiles alone; narrower vectors read the same bytes
-// in more instructions and have not won on the H200.
+// The sweep: the heuristic's block shape first, then every block shape at the widest
+// legal vector, each with its default split, a quarter, half, twice and four times it,
+// and no split. Every split is its own binary (the slice length is compiled in), so a
+// sweep over all of them for every vector width (645 configs for a tall f32 matrix,
+// 30-80 ms of NVRTC each on an idle core) spent a tuning budget of seconds on compiles
+// alone; narrower vectors read the same bytes in more instructions.
 std::vector<TileConfig> col_reduce_candidates(const Kernel& k) {
   const ColShape s = col_shape(k);
   std::vector<TileConfig> out;
@@ -172,26 +172,28 @@ std::vector<TileConfig> col_reduce_candidates(const Kernel& k) {
     } catch (const Error&) {
     }
   };
-  int vec = kMaxVectorBytes / widest_input_bytes(k);
-  while (vec > 1 && !vec_problem(k, s, vec).empty()) vec /= 2;
+  auto shape = [&](int vec, int cols, int kt) {
+    TileConfig c;
+    c.cols = cols;
+    c.vec = vec;
+    c.k_threads = kt;
+    c.k_split = 1;
+    const int split = default_split(s, c);
+    for (int64_t v : {int64_t{1}, int64_t{split}, int64_t{split} / 2, int64_t{split} * 2, int64_t{split} / 4,
+                      int64_t{split} * 4}) {
+      if (v < 1 || v > kMaxSplit || (v > 1 && v * kt * vec > s.k)) continue;
+      c.k_split = static_cast<int>(v);
+      keep(c);
+    }
+  };
+  const TileConfig h = col_reduce_heuristic(k);
+  shape(h.vec, h.cols, h.k_threads);
+  const int vec = h.vec;
   const int64_t fit = std::min(s.n, s.inner_cols);
   for (int col_threads = s.one_column ? 1 : 4; col_threads <= (s.one_column ? 1 : 64); col_threads *= 2) {
     if (col_threads > 4 && int64_t{col_threads / 2} * vec >= fit) break;  // more threads than columns
-    for (int kt = 1; kt <= kMaxBlock; kt *= 2) {
-      if (col_threads * kt < 64 || col_threads * kt > 512) continue;
-      TileConfig c;
-      c.cols = s.one_column ? 1 : col_threads * vec;
-      c.vec = vec;
-      c.k_threads = kt;
-      c.k_split = 1;
-      const int split = default_split(s, c);
-      for (int64_t v : {int64_t{1}, int64_t{split}, int64_t{split} / 2, int64_t{split} * 2, int64_t{split} / 4,
-                        int64_t{split} * 4}) {
-        if (v < 1 || v > kMaxSplit || (v > 1 && v * kt * vec > s.k)) continue;
-        c.k_split = static_cast<int>(v);
-        keep(c);
-      }
-    }
+    for (int kt = 1; kt <= kMaxBlock; kt *= 2)
+      if (col_threads * kt >= 64 && col_threads * kt <= 512) shape(vec, s.one_column ? 1 : col_threads * vec, kt);
   }
   return out;
 }
