@@ -10,6 +10,8 @@
 
 #include <cmath>
 #include <functional>
+#include <utility>
+#include <vector>
 #include <sstream>
 
 #include "../unit/col_reduce_test_graphs.h"
@@ -144,7 +146,8 @@ TEST(ReduceAxesGpu, EveryTileCandidateMatches) {
 
 TEST(ReduceAxesGpu, TallColumnMeans) {
   KILN_REQUIRE_GPU();
-  for (const auto& [rows, cols] : {std::pair<long, long>{65536, 256}, {50000, 1024}, {40000, 7}}) {
+  const std::vector<std::pair<long, long>> shapes = {{65536, 256}, {50000, 1024}, {40000, 7}};
+  for (const auto& [rows, cols] : shapes) {
     const std::string text = col_reduce_test::column_graph("mean", "f32", rows, cols);
     SCOPED_TRACE(text);
     ir::Graph g = ir::parse(text, "reduce_axes_gpu_test");
