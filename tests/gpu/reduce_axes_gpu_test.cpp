@@ -160,6 +160,14 @@ TEST(ReduceAxesGpu, TallColumnMeans) {
   }
 }
 
+TEST(ReduceAxesGpu, MiddleAxisWithAFusedPrologueAndEpilogue) {
+  KILN_REQUIRE_GPU();
+  ir::Graph g = ir::parse(reduce_axes_test::kFusedMiddleAxis, "reduce_axes_gpu_test");
+  runtime::Program program = runtime::Program::compile(g);
+  ASSERT_EQ(program.kernels().size(), 1u);
+  expect_program_matches(g, program, 31);
+}
+
 TEST(ReduceAxesGpu, CompositesOverANonInnermostAxis) {
   KILN_REQUIRE_GPU();
   for (const std::string& text : {

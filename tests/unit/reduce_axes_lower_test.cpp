@@ -18,6 +18,7 @@
 namespace kiln {
 namespace {
 
+using reduce_axes_test::kFusedMiddleAxis;
 using reduce_axes_test::reduce_graph;
 
 ir::Graph compiled(const std::string& text) {
@@ -171,6 +172,15 @@ TEST(ReduceAxesLower, CompositesOverAMiddleAxisLower) {
   ASSERT_FALSE(norm.empty());
   EXPECT_EQ(norm[0].kind, ir::KernelKind::ColReduce);
   EXPECT_LE(norm.size(), 2u);
+}
+
+TEST(ReduceAxesLower, MiddleAxisTakesItsElementWiseProducersAndConsumers) {
+  std::vector<ir::Kernel> ks = kernels_of(kFusedMiddleAxis);
+  ASSERT_EQ(ks.size(), 1u);
+  EXPECT_EQ(ks[0].kind, ir::KernelKind::ColReduce);
+  EXPECT_EQ(ks[0].fused_nodes.size(), 7u) << ir::print(ks[0]);
+  ASSERT_EQ(ks[0].args[0].name, "x");
+  EXPECT_TRUE(ir::is_contiguous(ks[0].args[0], ks[0].space())) << ir::print(ks[0]);  // x in place
 }
 
 TEST(ReduceAxesLower, AReductionOverSizeOneAxesSimplifiesAway) {

@@ -51,4 +51,17 @@ inline const AxesCase kCases[] = {
     {{16, 64, 256}, {1}},      {{4, 96, 8, 128}, {0, 2}},
 };
 
+// A middle-axis mean with an element-wise prologue (a weight broadcast along the rows,
+// a cast) and epilogue (sqrt, a bias of the kept shape, a cast): one kernel.
+inline const char* const kFusedMiddleAxis = R"(func @fused(%x: f16[8,300,64], %w: f16[64], %b: f32[8,1,64]) -> (bf16[8,1,64]) {
+  %a = mul %x, %w : f16[8,300,64]
+  %f = cast %a : f32[8,300,64]
+  %q = mul %f, %f : f32[8,300,64]
+  %m = mean %q {axis = [1], keepdim = true} : f32[8,1,64]
+  %r = sqrt %m : f32[8,1,64]
+  %s = add %r, %b : f32[8,1,64]
+  %y = cast %s : bf16[8,1,64]
+  return %y
+})";
+
 }  // namespace kiln::reduce_axes_test
