@@ -4,7 +4,8 @@
 // slices. Its threads form a (k_threads x C / V) grid: consecutive threads own
 // consecutive groups of V columns, so a warp reads a contiguous stretch of each row
 // (16-byte vectors when V * element size is 16), and the K threads walk the slice's
-// rows with a stride of k_threads. Each thread accumulates in fp32; the K threads then
+// rows with a stride of k_threads. Each thread accumulates in fp32 (a logsumexp keeps a
+// running max and sum, a var Welford's count, mean and squared deviations); the K threads then
 // combine through shared memory as a tree over a fixed pairing. With k_split > 1 each
 // block writes its fp32 partials to module scratch and takes a ticket; the last block
 // of a column tile sums the slices in a fixed order and runs the epilogue (ticket
@@ -12,14 +13,11 @@
 // is fixed: a run gives the same bits every time, with no floating-point atomics.
 // When the innermost dim is reduced (a full reduction, [K, R], [R1, K, R2]) a block
 // takes one column and the vector of V runs along K instead (col_reads_along_reduced).
-// logsumexp keeps a (max, sum) pair per part and var a Welford triple; they merge
-// with the same helpers as the row kernels'.
 #include "codegen/col_reduce_emitter.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <functional>
 #include <map>
 #include <set>
 
@@ -45,9 +43,9 @@ public:
   explicit ColReduceEmitter(const Kernel& k) : k_(k), c_(k.config), space_(ir::collapse(k)) {
     for (int d = 0; d < static_cast<int>(space_.dims.size()); ++d)
       (d < space_.reduced_dims ? k_count_ : n_count_) *= space_.dims[static_cast<size_t>(d)];
-    along_reduced_ = ir::col_reads_along_reduced(k);
-    col_threads_ = along_reduced_ ? 1 : c_.cols / c_.vec;
-    width_ = along_reduced_ ? 1 : c_.cols;
+    one_column_ = ir::col_reads_along_reduced(k);  // a block takes one column
+    col_threads_ = one_column_ ? 1 : c_.cols / c_.vec;
+    width_ = one_column_ ? 1 : c_.cols;
     chunk_ = ceil_div(ceil_div(k_count_, c_.k_split), kvec()) * kvec();
     const bool wide = needs_wide_index(k);
     idx_ = wide ? "unsigned long long" : "unsigned int";
@@ -56,11 +54,7 @@ public:
     size_t j = 0;
     for (size_t id = 0; id < k.body.size(); ++id) {
       if (k.body[id].kind == ScalarKind::Index) index_slot_[id] = j++;
-      if (k.body[id].kind == ScalarKind::Reduce) {
-        reduces_.push_back(static_cast<int>(id));
-        slot_[static_cast<int>(id)] = slots_;
-        slots_ += ir::reduce_accumulators(k.body[id].op);
-      }
+      if (k.body[id].kind == ScalarKind::Reduce) reduces_.push_back(static_cast<int>(id));
     }
   }
 
@@ -77,7 +71,7 @@ public:
   }
 
 private:
-  int kvec() const { return along_reduced_ ? c_.vec : 1; }
+  int kvec() const { return one_column_ ? c_.vec : 1; }
   int block() const { return col_threads_ * c_.k_threads; }
   std::string lit(int64_t v) const { return std::to_string(v) + suffix_; }
   std::string_view storage(int arg) const { return storage_type(k_.args[arg].type.dtype); }
@@ -88,7 +82,7 @@ private:
   // The dim along which the vector of V elements runs: the innermost kept dim, or
   // with one column the innermost reduced dim.
   size_t vector_dim() const {
-    return along_reduced_ ? static_cast<size_t>(space_.reduced_dims) - 1 : space_.dims.size() - 1;
+    return one_column_ ? static_cast<size_t>(space_.reduced_dims) - 1 : space_.dims.size() - 1;
   }
   bool vectorized(int arg) const { return c_.vec > 1 && space_.arg_strides[arg][vector_dim()] != 0; }
 
@@ -122,16 +116,17 @@ private:
     s += fmt::format("// Config {}: grid {} x {} blocks of {} threads ({} along K x {} across columns); ", c_.str(),
                      d.grid[0], d.grid[1], d.block[0], c_.k_threads, col_threads_);
     s += fmt::format("{} consecutive {} per thread; K in {} slice{} of {}{}.\n", c_.vec,
-                     along_reduced_ ? "reduced elements" : "columns", c_.k_split, c_.k_split == 1 ? "" : "s", chunk_,
+                     one_column_ ? "reduced elements" : "columns", c_.k_split, c_.k_split == 1 ? "" : "s", chunk_,
                      c_.k_split == 1 ? "" : ", combined by the last block of each column tile");
     return s;
   }
 
   // Module-scope scratch: one ticket per column tile (zero at load, reset by the last
-  // block) and fp32 partials [reduction][slice][column].
+  // block) and fp32 partials [state slot][slice][column].
   std::string scratch() const {
     return fmt::format("__device__ unsigned int {}[{}];\n__device__ float {}[{}];\n", scratch_name("tickets"),
-                       col_tiles(), scratch_name("partials"), int64_t{slots_} * c_.k_split * n_count_);
+                       col_tiles(), scratch_name("partials"),
+                       int64_t{state_slots()} * c_.k_split * n_count_);
   }
 
   std::string signature() const {
@@ -145,11 +140,12 @@ private:
 
   std::string prologue() const {
     std::string s;
-    s += fmt::format("  __shared__ float kiln_part[{}][{}];\n", std::max(1, slots_), int64_t{c_.k_threads} * width_);
+    s += fmt::format("  __shared__ float kiln_part[{}][{}];\n", std::max(1, state_slots()),
+                     int64_t{c_.k_threads} * width_);
     s += fmt::format("  const unsigned ct = threadIdx.x % {}u;  // column thread\n", col_threads_);
     s += fmt::format("  const unsigned kt = threadIdx.x / {}u;  // thread along K\n", col_threads_);
     s += fmt::format("  const {} col0 = ({})blockIdx.x * {} + ({})ct * {};\n", idx_, idx_, lit(width_), idx_,
-                     lit(along_reduced_ ? 0 : c_.vec));
+                     lit(one_column_ ? 0 : c_.vec));
     s += fmt::format("  const bool active = col0 < {};\n", lit(n_count_));
     s += fmt::format("  const {} k_begin = ({})blockIdx.y * {};\n", idx_, idx_, lit(chunk_));
     s += fmt::format("  const {} k_end = k_begin + {} < {} ? k_begin + {} : {};\n", idx_, lit(chunk_),
@@ -170,57 +166,69 @@ private:
     return s;
   }
 
-  // A reduction's accumulators, each a float (an array of V in registers, or a slot
-  // of shared memory or scratch): `acc(c)` names accumulator c.
-  using Accs = std::function<std::string(int)>;
-  int width(int r) const { return ir::reduce_accumulators(k_.body[r].op); }
-
-  // The empty part: sums 0, max -inf, min +inf; logsumexp (-inf, 0); var (0, 0, 0).
-  std::string identity(int r, int c) const {
-    const ir::OpKind op = k_.body[r].op;
-    if (op == ir::OpKind::ReduceMax || (op == ir::OpKind::ReduceLogSumExp && c == 0))
-      return "__int_as_float(0xff800000)";                             // -inf
+  static std::string identity(ir::OpKind op) {
+    if (op == ir::OpKind::ReduceMax) return "__int_as_float(0xff800000)";  // -inf
     if (op == ir::OpKind::ReduceMin) return "__int_as_float(0x7f800000)";  // +inf
     return "0.0f";
   }
-  // The statement that folds the part `b` into `a` (both in accumulator form).
-  std::string merge(int r, const Accs& a, const Accs& b) const {
-    switch (k_.body[r].op) {
-      case ir::OpKind::ReduceMax: return fmt::format("{} = kiln_max({}, {});", a(0), a(0), b(0));
-      case ir::OpKind::ReduceMin: return fmt::format("{} = kiln_min({}, {});", a(0), a(0), b(0));
-      case ir::OpKind::ReduceLogSumExp: return fmt::format("kiln_lse_add({}, {}, {}, {});", a(0), a(1), b(0), b(1));
-      case ir::OpKind::ReduceVar:
-        return fmt::format("kiln_welford_add({}, {}, {}, {}, {}, {});", a(0), a(1), a(2), b(0), b(1), b(2));
-      default: return fmt::format("{} = {} + {};", a(0), a(0), b(0));
-    }
+  static std::string combine(ir::OpKind op, const std::string& acc, const std::string& v) {
+    if (op == ir::OpKind::ReduceMax) return fmt::format("kiln_max({}, {})", acc, v);
+    if (op == ir::OpKind::ReduceMin) return fmt::format("kiln_min({}, {})", acc, v);
+    return fmt::format("{} + {}", acc, v);
   }
-  // The statement that folds one element `v` into `a`: a part of one element is v for
-  // the one-accumulator reductions, (v, 1) for logsumexp and (1, v, 0) for var.
-  std::string push(int r, const Accs& a, const std::string& v) const {
-    switch (k_.body[r].op) {
-      case ir::OpKind::ReduceLogSumExp: return fmt::format("kiln_lse_add({}, {}, {}, 1.0f);", a(0), a(1), v);
-      case ir::OpKind::ReduceVar: return fmt::format("kiln_welford_add({}, {}, {}, 1.0f, {}, 0.0f);", a(0), a(1), a(2), v);
-      default: return merge(r, a, [&](int) { return v; });
-    }
+
+  // A reduction's running state is ir::reduce_state_size(op) floats: its names with
+  // `prefix` (acc5, or acc5_m and acc5_s for a logsumexp, acc5_n, acc5_mean and acc5_m2
+  // for a var), each followed by `index`.
+  std::vector<std::string> state(int r, const std::string& prefix, const std::string& index) const {
+    const ir::OpKind op = k_.body[r].op;
+    std::vector<std::string> parts = {""};
+    if (op == ir::OpKind::ReduceLogSumExp) parts = {"_m", "_s"};
+    if (op == ir::OpKind::ReduceVar) parts = {"_n", "_mean", "_m2"};
+    std::vector<std::string> out;
+    for (const std::string& p : parts) out.push_back(fmt::format("{}{}{}{}", prefix, r, p, index));
+    return out;
   }
-  // The reduction's value from its combined accumulators.
-  std::string result(int r, const Accs& a) const {
-    switch (k_.body[r].op) {
-      case ir::OpKind::ReduceMean: return fmt::format("{} / {}", a(0), const_expr(DType::f32, k_count_));
-      case ir::OpKind::ReduceLogSumExp: return fmt::format("kiln_lse_result({}, {})", a(0), a(1));
-      case ir::OpKind::ReduceVar: return fmt::format("{} / {}", a(2), const_expr(DType::f32, k_count_));
-      default: return a(0);
-    }
+  // The same state's floats in shared memory: kiln_part[slot][index], a slot each.
+  std::vector<std::string> shared_state(int r, const std::string& index) const {
+    std::vector<std::string> out;
+    for (int j = 0; j < ir::reduce_state_size(k_.body[r].op); ++j)
+      out.push_back(fmt::format("kiln_part[{}][{}]", first_slot(r) + j, index));
+    return out;
   }
-  // Whether result() reads accumulator c (var's value is its squared deviations over
-  // the count, which is K).
-  bool result_reads(int r, int c) const { return k_.body[r].op != ir::OpKind::ReduceVar || c == 2; }
-  // Accumulator c of reduction r in registers (`name`<r>_<c>[`t`]) or in a slot array.
-  static Accs regs(const char* name, int r, const std::string& t) {
-    return [=](int c) { return fmt::format("{}{}_{}[{}]", name, r, c, t); };
+  // The empty state: the identity, a -inf max with a zero sum, or no elements.
+  std::vector<std::string> empty_state(int r) const {
+    const ir::OpKind op = k_.body[r].op;
+    if (op == ir::OpKind::ReduceLogSumExp) return {"__int_as_float(0xff800000)", "0.0f"};
+    if (op == ir::OpKind::ReduceVar) return {"0.0f", "0.0f", "0.0f"};
+    return {identity(op)};
   }
-  Accs shared(int r, const std::string& at) const {
-    return [=, this](int c) { return fmt::format("kiln_part[{}][{}]", slot_.at(r) + c, at); };
+  // state <- state with one more element x.
+  std::string add_element(int r, const std::vector<std::string>& st, const std::string& x) const {
+    const ir::OpKind op = k_.body[r].op;
+    if (op == ir::OpKind::ReduceLogSumExp) return fmt::format("kiln_lse_add({}, {}, {}, 1.0f);", st[0], st[1], x);
+    if (op == ir::OpKind::ReduceVar)
+      return fmt::format("kiln_welford_add({}, {}, {}, 1.0f, {}, 0.0f);", st[0], st[1], st[2], x);
+    return fmt::format("{} = {};", st[0], combine(op, st[0], x));
+  }
+  // state <- state merged with another part's state (the order is fixed by the caller).
+  std::string merge(int r, const std::vector<std::string>& st, const std::vector<std::string>& other) const {
+    const ir::OpKind op = k_.body[r].op;
+    if (op == ir::OpKind::ReduceLogSumExp)
+      return fmt::format("kiln_lse_add({}, {}, {}, {});", st[0], st[1], other[0], other[1]);
+    if (op == ir::OpKind::ReduceVar)
+      return fmt::format("kiln_welford_add({}, {}, {}, {}, {}, {});", st[0], st[1], st[2], other[0], other[1],
+                         other[2]);
+    return fmt::format("{} = {};", st[0], combine(op, st[0], other[0]));
+  }
+  // The reduced value of a column from its final state.
+  std::string result(int r, const std::string& index) const {
+    const ir::OpKind op = k_.body[r].op;
+    const std::vector<std::string> st = state(r, "res", index);
+    if (op == ir::OpKind::ReduceLogSumExp) return fmt::format("kiln_lse_result({}, {})", st[0], st[1]);
+    if (op == ir::OpKind::ReduceVar) return fmt::format("{} / {}", st[2], const_expr(DType::f32, k_count_));
+    if (op == ir::OpKind::ReduceMean) return fmt::format("{} / {}", st[0], const_expr(DType::f32, k_count_));
+    return st[0];
   }
 
   // The ops that `roots` need (Reduce ops stop the walk), in body order.
@@ -271,8 +279,7 @@ private:
         }
         return op_expr(op.op, op.attrs, op.dtype, types, names);
       }
-      case ScalarKind::Reduce:  // the epilogue's reduced value for this column
-        return result(static_cast<int>(id), regs("res", static_cast<int>(id), "t"));
+      case ScalarKind::Reduce: return result(static_cast<int>(id), "[t]");  // the epilogue's reduced value
       case ScalarKind::Store:
       case ScalarKind::Acc: break;
     }
@@ -297,23 +304,16 @@ private:
     return cone(operands);
   }
 
-  // Declares accumulators `name`<r>_<c>[w] of every reduction at the empty part.
-  std::string declare(const char* name, int w, bool declared) const {
-    std::string s;
-    for (int r : reduces_)
-      for (int c = 0; c < width(r); ++c) {
-        if (!declared) s += fmt::format("  float {}{}_{}[{}];\n", name, r, c, w);
-        s += fmt::format("#pragma unroll\n  for (int t = 0; t < {}; ++t) {}{}_{}[t] = {};\n", w, name, r, c,
-                         identity(r, c));
-      }
-    return s;
-  }
-
-  // The K loop: each thread accumulates V fp32 parts per reduction (one per column,
-  // or along the reduced elements one per lane of the vector, folded in order afterwards).
+  // The K loop: each thread accumulates V fp32 values per reduction (one per column,
+  // or with one column one per lane of the vector, folded in order afterwards).
   std::string accumulate() const {
     std::string s = "  // Accumulate this thread's rows of the slice in fp32.\n";
-    s += declare("acc", c_.vec, false);
+    for (int r : reduces_) {
+      const std::vector<std::string> names = state(r, "acc", ""), empty = empty_state(r);
+      for (size_t j = 0; j < names.size(); ++j)
+        s += fmt::format("  float {}[{}];\n#pragma unroll\n  for (int t = 0; t < {}; ++t) {}[t] = {};\n", names[j],
+                         c_.vec, c_.vec, names[j], empty[j]);
+    }
     std::vector<size_t> ops = loop_ops();
     std::set<int> args;
     for (size_t id : ops)
@@ -331,47 +331,59 @@ private:
     s += fmt::format("#pragma unroll\n      for (int t = 0; t < {}; ++t) {{\n", c_.vec);
     s += element_ops(ops, true, "        ");
     for (int r : reduces_)
-      s += fmt::format("        {}\n", push(r, regs("acc", r, "t"), fmt::format("e{}", k_.body[r].operands[0])));
+      s += fmt::format("        {}\n", add_element(r, state(r, "acc", "[t]"), fmt::format("e{}", k_.body[r].operands[0])));
     s += "      }\n    }\n  }\n";
-    if (along_reduced_ && c_.vec > 1)
+    if (one_column_ && c_.vec > 1)
       for (int r : reduces_)
         s += fmt::format("#pragma unroll\n  for (int t = 1; t < {}; ++t) {}\n", c_.vec,
-                         merge(r, regs("acc", r, "0"), regs("acc", r, "t")));
+                         merge(r, state(r, "acc", "[0]"), state(r, "acc", "[t]")));
     return s;
   }
 
-  // The parts each thread holds per column (acc<r>_<c>[0..W)) combined over the K
+  // The values each thread holds per column (acc<r>[0..W)) combined over the K
   // threads: a tree in shared memory, kt with kt + s, halving s; every thread ends
-  // with kt == 0's result in res<r>_<c>.
+  // with kt == 0's result in res<r>.
   std::string tree(const std::string& what, bool declare) const {
-    const int w = along_reduced_ ? 1 : c_.vec;
-    const std::string slot = along_reduced_ ? "kt" : fmt::format("kt * {}u + ct * {}u + t", width_, c_.vec);
+    const int w = one_column_ ? 1 : c_.vec;
+    const std::string slot = one_column_ ? "kt" : fmt::format("kt * {}u + ct * {}u + t", width_, c_.vec);
     std::string s = fmt::format("  // Combine {} over the {} threads along K, in a fixed order.\n", what, c_.k_threads);
-    for (int r : reduces_)
-      for (int c = 0; c < width(r); ++c)
-        s += fmt::format("#pragma unroll\n  for (int t = 0; t < {}; ++t) {} = acc{}_{}[t];\n", w, shared(r, slot)(c), r,
-                         c);
+    for (int r : reduces_) {
+      const std::vector<std::string> part = shared_state(r, slot), acc = state(r, "acc", "[t]");
+      for (size_t j = 0; j < part.size(); ++j)
+        s += fmt::format("#pragma unroll\n  for (int t = 0; t < {}; ++t) {} = {};\n", w, part[j], acc[j]);
+    }
     s += "  __syncthreads();\n";
     if (c_.k_threads > 1) {
       s += fmt::format("  for (unsigned s = {}u; s > 0; s >>= 1) {{\n    if (kt < s) {{\n", c_.k_threads / 2);
-      const std::string other = along_reduced_ ? "kt + s" : fmt::format("(kt + s) * {}u + ct * {}u + t", width_, c_.vec);
+      const std::string other = one_column_ ? "kt + s" : fmt::format("(kt + s) * {}u + ct * {}u + t", width_, c_.vec);
       for (int r : reduces_)
         s += fmt::format("#pragma unroll\n      for (int t = 0; t < {}; ++t) {}\n", w,
-                         merge(r, shared(r, slot), shared(r, other)));
+                         merge(r, shared_state(r, slot), shared_state(r, other)));
       s += "    }\n    __syncthreads();\n  }\n";
     }
-    const std::string first = along_reduced_ ? "0" : fmt::format("ct * {}u + t", c_.vec);
-    // Slices publish every accumulator; the epilogue reads only those of the result.
-    const bool publish = declare && c_.k_split > 1;
-    for (int r : reduces_)
-      for (int c = 0; c < width(r); ++c) {
-        if (!publish && !result_reads(r, c)) continue;
-        if (declare) s += fmt::format("  float res{}_{}[{}];\n", r, c, w);
-        s += fmt::format("#pragma unroll\n  for (int t = 0; t < {}; ++t) res{}_{}[t] = {};\n", w, r, c,
-                         shared(r, first)(c));
+    const std::string first = one_column_ ? "0" : fmt::format("ct * {}u + t", c_.vec);
+    for (int r : reduces_) {
+      const std::vector<std::string> res = state(r, "res", ""), part = shared_state(r, first);
+      for (size_t j = 0; j < res.size(); ++j) {
+        // Without K slices to publish, a var's result needs only its squared deviations.
+        if (c_.k_split == 1 && k_.body[r].op == ir::OpKind::ReduceVar && j != 2) continue;
+        if (declare) s += fmt::format("  float {}[{}];\n", res[j], w);
+        s += fmt::format("#pragma unroll\n  for (int t = 0; t < {}; ++t) {}[t] = {};\n", w, res[j], part[j]);
       }
+    }
     return s;
   }
+
+  // The first of reduction r's slots of state (in shared memory and in the partials).
+  int first_slot(int r) const {
+    int slot = 0;
+    for (int x : reduces_) {
+      if (x == r) break;
+      slot += ir::reduce_state_size(k_.body[x].op);
+    }
+    return slot;
+  }
+  int state_slots() const { return reduces_.empty() ? 0 : first_slot(-1); }
 
   std::string combine_threads() const { return tree("the partials", true); }
 
@@ -379,37 +391,41 @@ private:
   // column tile reads every slice (thread kt takes slices kt, kt + k_threads, ... in
   // order) and combines them with the same tree.
   std::string combine_slices() const {
-    const int w = along_reduced_ ? 1 : c_.vec;
+    const int w = one_column_ ? 1 : c_.vec;
     const std::string partials = scratch_name("partials"), tickets = scratch_name("tickets");
-    const int64_t per_slot = int64_t{c_.k_split} * n_count_;
-    // Accumulator c of reduction r for slice `slice` of column col0 + t in the scratch.
-    auto scratch_at = [&](int r, const std::string& slice) {
-      return [=, this](int c) {
-        return fmt::format("{}[{} + ({}){} * {} + col0 + t]", partials, lit((slot_.at(r) + c) * per_slot), idx_, slice,
-                           lit(n_count_));
-      };
-    };
+    const int64_t per_reduce = int64_t{c_.k_split} * n_count_;
     std::string s = "  // Publish this slice's partials; the last block of the column tile combines them.\n";
     s += "  if (kt == 0 && active) {\n";
-    s += fmt::format("#pragma unroll\n    for (int t = 0; t < {}; ++t) {{\n      if (col0 + t >= {}) continue;\n", w,
-                     lit(n_count_));
-    for (int r : reduces_)
-      for (int c = 0; c < width(r); ++c)
-        s += fmt::format("      {} = res{}_{}[t];\n", scratch_at(r, "blockIdx.y")(c), r, c);
-    s += "    }\n  }\n  __threadfence();\n  __syncthreads();\n  __shared__ bool kiln_last;\n";
+    auto partial = [&](int slot, const std::string& slice) {
+      return fmt::format("{}[{} + ({}){} * {} + col0 + t]", partials, lit(slot * per_reduce), idx_, slice,
+                         lit(n_count_));
+    };
+    for (int r : reduces_) {
+      const std::vector<std::string> res = state(r, "res", "[t]");
+      for (size_t j = 0; j < res.size(); ++j)
+        s += fmt::format("#pragma unroll\n    for (int t = 0; t < {}; ++t)\n      if (col0 + t < {}) {} = {};\n", w,
+                         lit(n_count_), partial(first_slot(r) + static_cast<int>(j), "blockIdx.y"), res[j]);
+    }
+    s += "  }\n  __threadfence();\n  __syncthreads();\n  __shared__ bool kiln_last;\n";
     s += "  if (threadIdx.x == 0) {\n";
     s += fmt::format("    kiln_last = atomicAdd(&{}[blockIdx.x], 1u) == {}u;\n", tickets, c_.k_split - 1);
     s += fmt::format("    if (kiln_last) {}[blockIdx.x] = 0u;  // ready for the next launch\n", tickets);
     s += "  }\n  __syncthreads();\n  if (!kiln_last) return;\n  __threadfence();\n";
-    s += declare("acc", w, true);
+    for (int r : reduces_) {
+      const std::vector<std::string> acc = state(r, "acc", "[t]"), empty = empty_state(r);
+      for (size_t j = 0; j < acc.size(); ++j)
+        s += fmt::format("#pragma unroll\n  for (int t = 0; t < {}; ++t) {} = {};\n", w, acc[j], empty[j]);
+    }
     // Unrolled, so that a thread's loads of its slices are in flight together.
     s += fmt::format("#pragma unroll {}\n  for (unsigned slice = kt; slice < {}u; slice += {}u) {{\n", kFoldUnroll,
                      c_.k_split, c_.k_threads);
     s += fmt::format("#pragma unroll\n    for (int t = 0; t < {}; ++t) {{\n", w);
     s += fmt::format("      if (!active || col0 + t >= {}) continue;\n", lit(n_count_));
     for (int r : reduces_) {
-      const Accs from = scratch_at(r, "slice");
-      s += fmt::format("      {}\n", merge(r, regs("acc", r, "t"), [&](int c) { return "__ldcg(&" + from(c) + ")"; }));
+      std::vector<std::string> loaded;
+      for (int j = 0; j < ir::reduce_state_size(k_.body[r].op); ++j)
+        loaded.push_back(fmt::format("__ldcg(&{})", partial(first_slot(r) + j, "slice")));
+      s += fmt::format("      {}\n", merge(r, state(r, "acc", "[t]"), loaded));
     }
     s += "    }\n  }\n  __syncthreads();  // every thread has read kiln_part's earlier values\n";
     return s + tree("the slices", false);
@@ -422,9 +438,9 @@ private:
         stores.push_back(static_cast<int>(id));
         values.push_back(k_.body[id].operands[0]);
       }
-    const int w = along_reduced_ ? 1 : c_.vec;
+    const int w = one_column_ ? 1 : c_.vec;
     std::string s = "  // The epilogue and the per-column outputs.\n";
-    s += along_reduced_ ? "  if (threadIdx.x == 0) {\n" : "  if (kt == 0 && active) {\n";
+    s += one_column_ ? "  if (threadIdx.x == 0) {\n" : "  if (kt == 0 && active) {\n";
     s += fmt::format("#pragma unroll\n    for (int t = 0; t < {}; ++t) {{\n", w);
     s += fmt::format("      if (col0 + t >= {}) continue;\n", lit(n_count_));
     s += element_ops(cone(values), false, "      ");
@@ -440,15 +456,13 @@ private:
   const ir::TileConfig& c_;
   ir::CollapsedSpace space_;
   int64_t k_count_ = 1, n_count_ = 1, chunk_ = 1;
-  bool along_reduced_ = false;
+  bool one_column_ = false;
   int col_threads_ = 1;
   int64_t width_ = 1;  // columns per block
   std::string idx_, suffix_;
   std::vector<std::string> param_;
   std::map<size_t, size_t> index_slot_;  // Index op id -> its slot in CollapsedSpace::index_coeffs
   std::vector<int> reduces_;             // Reduce op ids, in body order
-  std::map<int, int> slot_;              // Reduce op id -> its first accumulator's slot
-  int slots_ = 0;                        // accumulators of all reductions
 };
 
 }  // namespace
@@ -459,10 +473,10 @@ LaunchDims col_reduce_launch_dims(const Kernel& k) {
     throw Error(fmt::format("kernel @{} has no col_reduce tile config", k.name));
   const int64_t n = ir::col_count(k);
   LaunchDims d;
-  const bool along_reduced = ir::col_reads_along_reduced(k);
-  d.grid[0] = static_cast<unsigned>(ceil_div(n, along_reduced ? 1 : c.cols));
+  const bool one_column = ir::col_reads_along_reduced(k);  // a block per column
+  d.grid[0] = static_cast<unsigned>(ceil_div(n, one_column ? 1 : c.cols));
   d.grid[1] = static_cast<unsigned>(c.k_split);
-  d.block[0] = static_cast<unsigned>((along_reduced ? 1 : c.cols / c.vec) * c.k_threads);
+  d.block[0] = static_cast<unsigned>((one_column ? 1 : c.cols / c.vec) * c.k_threads);
   return d;
 }
 

@@ -28,11 +28,14 @@ double matmul_rel_l2_bound(DType out, int64_t k) {
 }
 
 double rel_l2_bound_for(const ir::Value& v, bool tf32_products) {
-  // Each matmul `v` depends on sums in fp32 where the reference sums in double, so its
-  // result may round to the neighbouring value of its dtype: what follows inherits the
-  // bound of that dtype (an f32 value computed from an f16 product is as exact as f16),
-  // grown with K for f32 products, and TF32's when f32 products run in TF32.
+  // A value computed in f16 or bf16 on the way to `v` may round to the neighbour of the
+  // reference's value there (the GPU's exp or sum in fp32 differs from the reference's
+  // in double in the last bits): what follows inherits that dtype's bound (an f32 value
+  // computed from f16 intermediates is as exact as f16). A matmul sums in fp32 where
+  // the reference sums in double: its bound grows with K for f32 products, and is
+  // TF32's when f32 products run in TF32. Inputs and exact casts of them add nothing.
   double bound = default_rel_l2_bound(v.type.dtype);
+  const bool float_result = is_float(v.type.dtype);  // an i1's bound counts flips: it stays
   std::vector<const ir::Value*> todo = {&v};
   std::set<const ir::Value*> seen;
   while (!todo.empty()) {
@@ -40,6 +43,11 @@ double rel_l2_bound_for(const ir::Value& v, bool tf32_products) {
     todo.pop_back();
     if (!at->producer || !seen.insert(at).second) continue;
     const ir::Node& n = *at->producer;
+    const DType computed = at->type.dtype;
+    // A cast of an input to f32, or of a boolean, is exact (the random i32 inputs are small).
+    const bool exact_cast = n.op == ir::OpKind::Cast && !n.operands[0]->producer &&
+                            (computed == DType::f32 || n.operands[0]->type.dtype == DType::i1);
+    if (float_result && is_float(computed) && !exact_cast) bound = std::max(bound, default_rel_l2_bound(computed));
     if (n.op == ir::OpKind::Matmul) {
       const TensorType& a = n.operands[0]->type;
       const int64_t k = a.shape[a.rank() - (n.attrs.get_bool("transpose_a") ? 2 : 1)];

@@ -92,7 +92,8 @@ double round_to(DType t, double x) {
       if (std::isnan(x)) return 0;
       double c = std::trunc(x);
       c = std::fmax(c, static_cast<double>(std::numeric_limits<int32_t>::min()));
-      return std::fmin(c, static_cast<double>(std::numeric_limits<int32_t>::max()));
+      // + 0.0 turns trunc's -0 (of -0.5, say) into the integer 0 that the GPU holds.
+      return std::fmin(c, static_cast<double>(std::numeric_limits<int32_t>::max())) + 0.0;
     }
     case DType::i1: return x != 0 ? 1.0 : 0.0;
   }

@@ -142,10 +142,6 @@ int64_t col_count(const Kernel& k);
 // threads read consecutive elements. Otherwise ([R, K], [K1, R, K2]) consecutive
 // threads own consecutive columns of the innermost kept dim.
 bool col_reads_along_reduced(const Kernel& k);
-// The fp32 accumulators a reduction keeps per value: 1 (sum, mean, max, min), 2 for
-// logsumexp (its running max and the sum of exp(x - max)), 3 for var (count, mean and
-// squared deviations).
-int reduce_accumulators(OpKind op);
 // Col-reduce kernels: the strides over the space of a per-column value (0 on the
 // reduced dims, row-major over the kept ones).
 std::vector<int64_t> per_col_strides(const Kernel& k);

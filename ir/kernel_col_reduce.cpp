@@ -47,12 +47,6 @@ bool col_reads_along_reduced(const Kernel& k) {
   return true;
 }
 
-int reduce_accumulators(OpKind op) {
-  if (op == OpKind::ReduceLogSumExp) return 2;
-  if (op == OpKind::ReduceVar) return 3;
-  return 1;
-}
-
 std::vector<int64_t> per_col_strides(const Kernel& k) {
   const Shape& space = k.space();
   Shape kept;

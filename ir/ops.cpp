@@ -343,4 +343,10 @@ std::vector<int> reduce_axes(const Attrs& attrs, int rank) {
 
 int single_axis(const Attrs& attrs, int rank) { return *normalize_axis(attrs.get_int("axis"), rank); }
 
+int reduce_state_size(OpKind k) {
+  if (k == OpKind::ReduceLogSumExp) return 2;
+  if (k == OpKind::ReduceVar) return 3;
+  return 1;
+}
+
 }  // namespace kiln::ir

@@ -58,5 +58,9 @@ TensorType infer_type(OpKind k, const std::vector<TensorType>& operands, const A
 // Helpers shared by the interpreter, decompose and codegen.
 std::vector<int> reduce_axes(const Attrs& attrs, int rank);  // normalised, sorted
 int single_axis(const Attrs& attrs, int rank);               // for softmax / norms
+// The floats of running state a reduction keeps while it walks its elements: one
+// (sum, mean, max, min), two for logsumexp (the max and the sum rescaled to it) or
+// three for var (count, mean and sum of squared deviations, merged by Chan's formula).
+int reduce_state_size(OpKind k);
 
 }  // namespace kiln::ir

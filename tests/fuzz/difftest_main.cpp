@@ -36,6 +36,7 @@ struct Args {
   bool compile_only = false;
   bool no_nvrtc = false;
   bool verbose = false;
+  bool print_only = false;
   int max_ops = 12;
   int64_t max_elements = 4096;
   int shrink_attempts = 300;
@@ -83,21 +84,33 @@ int run(const Args& a) {
   std::map<Verdict::Kind, uint64_t> counts;
   std::map<std::string, uint64_t> rejections;
   uint64_t graphs = 0, failures = 0;
+  auto out_of_time = [&] {
+    return a.seconds > 0 && std::chrono::duration<double>(Clock::now() - start).count() >= a.seconds;
+  };
   for (uint64_t i = 0; a.count == 0 || i < a.count; ++i) {
-    if (a.seconds > 0 && std::chrono::duration<double>(Clock::now() - start).count() >= a.seconds) break;
+    if (out_of_time()) break;
     const uint64_t seed = a.seed + i;
     kiln::fuzz::Decisions d = kiln::fuzz::Decisions::from_seed(seed);
     kiln::ir::Graph g = kiln::fuzz::random_graph(d, limits);
+    if (a.print_only) {  // the graphs themselves, to read or rerun a seed without a GPU
+      std::filesystem::create_directories(a.out);
+      write_text(fmt::format("{}/seed-{}-original.kiln", a.out, seed), kiln::ir::print(g));
+      ++graphs;
+      continue;
+    }
     Verdict v = check(g, seed);
     ++graphs;
     ++counts[v.kind];
     if (v.kind == Verdict::Kind::Rejected) ++rejections[rejection_kind(v.detail)];
     if (a.verbose && v.kind == Verdict::Kind::Rejected)
       std::cout << fmt::format("seed {}: rejected: {}\n", seed, rejection_kind(v.detail));
-    if (v.kind == Verdict::Kind::Pass || v.kind == Verdict::Kind::Rejected) continue;
+    if (v.kind == Verdict::Kind::Unstable && a.verbose)
+      std::cout << fmt::format("seed {}: {}\n{}", seed, kiln::fuzz::verdict_name(v.kind), v.detail);
+    if (v.kind == Verdict::Kind::Pass || v.kind == Verdict::Kind::Rejected || v.kind == Verdict::Kind::Unstable)
+      continue;
 
     ++failures;
-    std::cout << fmt::format("seed {}: {}\n{}\n", seed, kiln::fuzz::verdict_name(v.kind), v.detail);
+    std::cout << fmt::format("seed {}: {}\n{}\n", seed, kiln::fuzz::verdict_name(v.kind), v.detail) << std::flush;
     std::filesystem::create_directories(a.out);
     const std::string stem = fmt::format("{}/seed-{}", a.out, seed);
     write_text(stem + "-original.kiln", commented(fmt::format("kiln-difftest seed {}: {}\n{}", seed,
@@ -109,7 +122,11 @@ int run(const Args& a) {
       kiln::fuzz::ShrinkOptions options;
       options.max_attempts = a.shrink_attempts;
       small = kiln::fuzz::shrink_graph(
-          g, [&](const kiln::ir::Graph& c) { return check(c, seed).kind == v.kind; }, options, &stats);
+          g,
+          [&](const kiln::ir::Graph& c) {  // past the budget the shrinker stops: nothing more is accepted
+            return !out_of_time() && check(c, seed).kind == v.kind;
+          },
+          options, &stats);
     }
     Verdict still = check(small, seed);
     write_text(stem + ".kiln",
@@ -120,13 +137,14 @@ int run(const Args& a) {
                                      gpu ? "" : " --compile-only")) +
                    kiln::ir::print(small));
     std::cout << fmt::format("seed {}: reproducer {}.kiln ({} nodes; the original: {}-original.kiln)\n", seed, stem,
-                             small.num_nodes(), stem);
+                             small.num_nodes(), stem)
+              << std::flush;  // a run cut short keeps what it found
     if (v.kind == Verdict::Kind::RunError) break;
   }
 
   const double wall = std::chrono::duration<double>(Clock::now() - start).count();
   std::cout << fmt::format("kiln-difftest: {} graphs in {:.1f} s ({}), seeds {}..{}\n", graphs, wall,
-                           gpu ? "on the GPU" : "compile-only", a.seed, a.seed + (graphs ? graphs - 1 : 0));
+                           a.print_only ? "printed" : gpu ? "on the GPU" : "compile-only", a.seed, a.seed + (graphs ? graphs - 1 : 0));
   for (const auto& [kind, n] : counts) std::cout << fmt::format("  {}: {}\n", kiln::fuzz::verdict_name(kind), n);
   for (const auto& [what, n] : rejections) std::cout << fmt::format("  rejected {}x: {}\n", n, what);
   return failures == 0 ? 0 : 1;
@@ -145,6 +163,7 @@ int main(int argc, char** argv) {
   app.add_option("--out", a.out, "folder for the reproducers")->capture_default_str();
   app.add_flag("--compile-only", a.compile_only, "check the compile path only, even with a GPU");
   app.add_flag("--no-nvrtc", a.no_nvrtc, "compile-only: stop at the CUDA source (a quick sweep of the passes)");
+  app.add_flag("--print", a.print_only, "write each graph to OUT/seed-N-original.kiln and check nothing");
   app.add_flag("--verbose", a.verbose, "name the seed of every rejected graph too");
   app.add_option("--max-ops", a.max_ops, "ops drawn per graph")->capture_default_str();
   app.add_option("--max-elements", a.max_elements, "elements per tensor at most")->capture_default_str();

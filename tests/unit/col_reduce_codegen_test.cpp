@@ -66,6 +66,23 @@ TEST(ColReduceCodegen, FullReductionVectorisesAlongK) {
   EXPECT_GT(codegen::launch_dims(ks[0]).grid[1], 100u);
 }
 
+// A logsumexp or a var keeps more than a sum: a running max and sum, or Welford's count,
+// mean and squared deviations, merged as such across threads and K slices.
+TEST(ColReduceCodegen, LogSumExpAndVarKeepTheirWholeState) {
+  for (long k : {1000L, 65536L}) {  // one slice, and K split across blocks
+    auto lse = kernels_of(col_reduce_test::column_graph("logsumexp", "f32", k, 8), "lse");
+    ASSERT_EQ(lse.size(), 1u);
+    const std::string a = codegen::emit_cuda(lse);
+    EXPECT_TRUE(test::contains(a, "kiln_lse_add(acc1_m[t], acc1_s[t], e0, 1.0f);")) << a;
+    EXPECT_TRUE(test::contains(a, "kiln_lse_result(res1_m[t], res1_s[t])")) << a;
+    auto var = kernels_of(col_reduce_test::column_graph("var", "f32", k, 8), "var");
+    ASSERT_EQ(var.size(), 1u);
+    const std::string v = codegen::emit_cuda(var);
+    EXPECT_TRUE(test::contains(v, "kiln_welford_add(acc1_n[t], acc1_mean[t], acc1_m2[t], 1.0f, e0, 0.0f);")) << v;
+    EXPECT_FALSE(test::contains(v, "acc1[t] + e0")) << v;
+  }
+}
+
 TEST(ColReduceCodegen, EveryOpDtypeAndSizeCompiles) {
   const long shapes[][2] = {{1000, 4096}, {3, 127}, {65536, 5}, {1, 50257}, {127, 1}};
   for (const char* dt : {"f32", "f16", "bf16"}) {

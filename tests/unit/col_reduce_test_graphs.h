@@ -6,7 +6,7 @@
 
 namespace kiln::col_reduce_test {
 
-inline const char* const kOps[] = {"sum", "max", "min", "mean"};
+inline const char* const kOps[] = {"sum", "max", "min", "mean", "logsumexp", "var"};
 
 inline std::string column_graph(const std::string& op, const std::string& dt, long k, long n) {
   const std::string full = dt + "[" + std::to_string(k) + "," + std::to_string(n) + "]";

@@ -24,6 +24,15 @@ TEST(DType, HalfRoundsToNearestEven) {
   EXPECT_EQ(round_to(DType::f16, 0.1), 0.0999755859375);
 }
 
+// An i32 holds no -0: truncating -0.5 gives the integer 0, whose float is +0 (so that
+// 1 / x and rsqrt of it are +inf, as on the GPU).
+TEST(DType, I32HasNoNegativeZero) {
+  EXPECT_FALSE(std::signbit(round_to(DType::i32, -0.5)));
+  EXPECT_FALSE(std::signbit(round_to(DType::i32, -0.0)));
+  EXPECT_EQ(round_to(DType::i32, -1.5), -1.0);
+  EXPECT_EQ(round_to(DType::i32, 3e10), 2147483647.0);
+}
+
 TEST(DType, Bf16RoundsToNearestEven) {
   EXPECT_EQ(round_to(DType::bf16, 1.0 + 1.0 / 256), 1.0);
   EXPECT_EQ(round_to(DType::bf16, 1.0 + 3.0 / 256), 1.0 + 4.0 / 256);

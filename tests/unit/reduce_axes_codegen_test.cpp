@@ -58,7 +58,7 @@ TEST(ReduceAxesCodegen, LogSumExpAndVarKeepTheirPartsAcrossThreadsAndSlices) {
     std::string cuda = codegen::emit_cuda(k);
     const std::string helper = std::string(op) == "var" ? "kiln_welford_add(" : "kiln_lse_add(";
     EXPECT_TRUE(test::contains(cuda, helper)) << cuda;
-    EXPECT_FALSE(test::contains(cuda, "acc1_0[t] = acc1_0[t] + e0")) << cuda;  // never a plain sum
+    EXPECT_FALSE(test::contains(cuda, " + e0;")) << cuda;  // never a plain sum
     const int slots = std::string(op) == "var" ? 3 : 2;
     EXPECT_TRUE(test::contains(cuda, "__shared__ float kiln_part[" + std::to_string(slots) + "]")) << cuda;
     EXPECT_TRUE(test::contains(cuda, "partials[" + std::to_string(slots * 4 * 8 * 64) + "]")) << cuda;

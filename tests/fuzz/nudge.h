@@ -1,0 +1,29 @@
+// Which elements of a graph's outputs hang on the last bit of an intermediate value.
+// A GPU computes exp, division or a sum in fp32 where the reference interpreter works
+// in double, so a value rounded to f16 may land on the neighbour of the reference's;
+// most outputs do not care, but a compare, a cast to an integer, a cancellation or an
+// overflow after it turns that bit into a different answer that is no bug. kiln-difftest
+// asks the reference itself: it re-evaluates the graph with every computed float value
+// moved by about one unit in the last place of its dtype, and checks an output only on
+// the elements that no such nudge moves past the output's bound.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/tensor.h"
+
+namespace kiln::fuzz {
+
+// `g` with each computed float value v (not inputs, constants, iotas or views) replaced
+// by v * (1 + s * 2^-f), f its dtype's fraction bits, the sign s drawn per value from `seed`.
+ir::Graph nudged(const ir::Graph& g, uint64_t seed);
+
+// stable[i][e]: whether element e of output i stays within `bounds[i]` (relative to the
+// output's RMS, the same class of NaN / Inf, the same integer or boolean) under each of
+// `tries` nudges.
+std::vector<std::vector<bool>> stable_elements(const ir::Graph& g, const std::vector<HostTensor>& inputs,
+                                               const std::vector<HostTensor>& reference,
+                                               const std::vector<double>& bounds, int tries = 3);
+
+}  // namespace kiln::fuzz

@@ -1,0 +1,73 @@
+// kiln-difftest's nudges: the nudged graph moves each computed float by about one unit
+// in its last place and leaves the rest alone, and the elements of an output that hang
+// on such a bit (a compare right after rounding, a cancellation) are told apart from
+// those that do not.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "ir/interpreter.h"
+#include "ir/parser.h"
+#include "tests/fuzz/nudge.h"
+
+namespace kiln {
+namespace {
+
+TEST(Nudge, MovesComputedFloatsByAboutOneUlp) {
+  ir::Graph g = ir::parse(R"(func @f(%x: f16[64], %i: i32[64]) -> (f16[64], i32[64], f16[64]) {
+  %e = exp %x : f16[64]
+  %j = add %i, %i : i32[64]
+  return %e, %j, %x
+}
+)",
+                          "nudge_test");
+  const std::vector<HostTensor> inputs = ir::random_inputs(g, 3);
+  const std::vector<HostTensor> want = ir::evaluate(g, inputs), got = ir::evaluate(fuzz::nudged(g, 1), inputs);
+  int moved = 0;
+  for (size_t e = 0; e < 64; ++e) {
+    const double a = want[0].values[e], b = got[0].values[e];
+    EXPECT_LE(std::fabs(a - b), std::fabs(a) * 3.0 / 1024) << e;  // at most a few f16 ulps
+    moved += a != b;
+    EXPECT_EQ(want[1].values[e], got[1].values[e]);  // integers are exact
+    EXPECT_EQ(want[2].values[e], got[2].values[e]);  // inputs are given, not computed
+  }
+  EXPECT_GT(moved, 32);
+}
+
+TEST(Nudge, FlagsOnlyTheElementsThatHangOnALastBit) {
+  // x - x rounded: exactly 0 however x rounds, so stable; (x * 3 rounded) == x * 3 in
+  // double is true or false depending on the last bit, so unstable wherever it is true.
+  ir::Graph g = ir::parse(R"(func @f(%x: f16[256]) -> (f16[256], i1[256]) {
+  %e = exp %x : f16[256]
+  %d = sub %e, %e : f16[256]
+  %c = gt %e, %x : i1[256]
+  return %d, %c
+}
+)",
+                          "nudge_test");
+  const std::vector<HostTensor> inputs = ir::random_inputs(g, 5);
+  const std::vector<HostTensor> want = ir::evaluate(g, inputs);
+  auto stable = fuzz::stable_elements(g, inputs, want, {1e-2, 1e-4});
+  for (bool s : stable[0]) EXPECT_TRUE(s);
+  for (bool s : stable[1]) EXPECT_TRUE(s);  // exp(x) > x by far: no flip
+  // Two roundings of the same exp are equal in the reference, and unequal as soon as
+  // one nudge moves them apart: every element of the compare hangs on a last bit.
+  ir::Graph twin = ir::parse(R"(func @f(%x: f16[512]) -> (i1[512], f16[512]) {
+  %a = exp %x : f16[512]
+  %b = exp %x : f16[512]
+  %c = eq %a, %b : i1[512]
+  return %c, %a
+}
+)",
+                             "nudge_test");
+  const std::vector<HostTensor> in2 = ir::random_inputs(twin, 7);
+  const std::vector<HostTensor> want2 = ir::evaluate(twin, in2);
+  auto stable2 = fuzz::stable_elements(twin, in2, want2, {1e-4, 1e-2});
+  int unstable = 0;
+  for (bool s : stable2[0]) unstable += !s;
+  EXPECT_EQ(unstable, 512);
+  for (bool s : stable2[1]) EXPECT_TRUE(s);  // one ulp is far inside f16's bound
+}
+
+}  // namespace
+}  // namespace kiln
