@@ -5,12 +5,17 @@
 //            groups of a row (coalesced), the rows are split over blocks (grid.y) that
 //            write partial sums to a workspace, and a second kernel adds the partials
 //            in a fixed order, so that the result is the same bits on every run.
+//   middle_axis_sum: y[b, c] = sum over the rows of x[b] (x is [B, rows, cols]): the
+//            column sum of each matrix of the batch, one per grid.z.
+//   multi_axis_sum: y[r] = sum of x[b, r, :] over b and the row (x is [B, rows, cols]):
+//            a block per r reads its B rows with 16-byte loads, then one tree.
 #include <fmt/format.h>
 
 #include <algorithm>
 
 #include "baselines/cuda_common.h"
 #include "baselines/families.h"
+#include "runtime/bench_cases.h"
 
 namespace kiln::baselines {
 
@@ -56,6 +61,8 @@ __forceinline__ void row_sum(const E* __restrict__ x, E* __restrict__ y, i64 row
 template <int BX, int BY, int W, int U>
 __forceinline__ void col_sum_partial(const float* __restrict__ x, float* __restrict__ work, i64 rows, i64 cols) {
   __shared__ float part[BY][BX * W];
+  x += i64(blockIdx.z) * rows * cols;  // grid.z: the matrices of a batch [B, rows, cols]
+  work += i64(blockIdx.z) * gridDim.y * cols;
   const i64 c = (i64(blockIdx.x) * BX + threadIdx.x) * W;
   const i64 per_slice = (rows + gridDim.y - 1) / gridDim.y;
   const i64 begin = i64(blockIdx.y) * per_slice;
@@ -101,10 +108,32 @@ template <int SLICES>
 __forceinline__ void col_sum_finish(const float* __restrict__ work, float* __restrict__ y, i64 cols) {
   const i64 c = i64(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c >= cols) return;
+  work += i64(blockIdx.z) * SLICES * cols;
+  y += i64(blockIdx.z) * cols;
   float s = 0.0f;
 #pragma unroll 4
   for (int i = 0; i < SLICES; ++i) s += work[i * cols + c];
   y[c] = s;
+}
+
+// A block of T threads per row r of x [B, rows, cols]: y[r] = sum over b and the row.
+template <int T, int W, int B>
+__forceinline__ void outer_inner_sum(const float* __restrict__ x, float* __restrict__ y, i64 rows, i64 cols) {
+  __shared__ float scratch[32];
+  const i64 r = blockIdx.x;
+  float s = 0.0f;
+#pragma unroll
+  for (int b = 0; b < B; ++b) {
+    const float* xr = x + (i64(b) * rows + r) * cols;
+    for (i64 c0 = i64(threadIdx.x) * W; c0 < cols; c0 += i64(T) * W) {
+      float v[W];
+      load_vec<W>(xr + c0, v);
+#pragma unroll
+      for (int k = 0; k < W; ++k) s += v[k];
+    }
+  }
+  s = row_all_reduce<T>(s, SumOp(), scratch);
+  if (threadIdx.x == 0) y[r] = s;
 }
 )CUDA";
 
@@ -133,17 +162,18 @@ std::string why_col_sum_unsupported(const Problem& p) {
   return p.dtype == DType::f32 ? "" : "col_sum is written for f32 only";
 }
 
-BaselineKernel build_col_sum(const Problem& p) {
-  require_supported("col_sum", why_col_sum_unsupported(p));
+// The column sums of `batch` matrices [rows, cols], one per grid.z.
+BaselineKernel column_sums(const Problem& p, const std::string& name, int64_t batch) {
   const int vec = p.cols % 4 == 0 ? 4 : 1;
   const int64_t tile_cols = int64_t{kColThreadsX} * vec;
   const int64_t col_tiles = (p.cols + tile_cols - 1) / tile_cols;
   // Enough blocks for 2048 threads on every SM, but at least 64 rows per slice.
   const int64_t want_blocks = int64_t{p.sm_count} * 2048 / (kColThreadsX * kColThreadsY);
+  const int64_t tiles = col_tiles * batch;
   const int64_t slices =
-      std::clamp<int64_t>((want_blocks + col_tiles - 1) / col_tiles, 1, std::max<int64_t>(1, p.rows / 64));
+      std::clamp<int64_t>((want_blocks + tiles - 1) / tiles, 1, std::max<int64_t>(1, p.rows / 64));
   BaselineKernel k;
-  k.name = "col_sum";
+  k.name = name;
   k.config = fmt::format("{{block = {}x{}, vec = {}, {} row slices, {} loads in flight, fixed-order second stage}}",
                          kColThreadsX, kColThreadsY, vec, slices, kInFlight);
   k.source = std::string(kCommonCuda) + kReductionsCuda +
@@ -155,14 +185,44 @@ BaselineKernel build_col_sum(const Problem& p) {
                          "  col_sum_finish<{6}>(work, y, cols);\n}}\n",
                          kColThreadsX * kColThreadsY, kColThreadsX, kColThreadsY, vec, kInFlight, kFinishThreads,
                          slices);
+  const unsigned z = static_cast<unsigned>(batch);
   k.launches.push_back({"col_sum_partial_entry",
-                        {static_cast<unsigned>(col_tiles), static_cast<unsigned>(slices)},
+                        {static_cast<unsigned>(col_tiles), static_cast<unsigned>(slices), z},
                         {kColThreadsX, kColThreadsY},
                         0});
   k.launches.push_back(
-      {"col_sum_finish_entry", {static_cast<unsigned>((p.cols + kFinishThreads - 1) / kFinishThreads)},
+      {"col_sum_finish_entry", {static_cast<unsigned>((p.cols + kFinishThreads - 1) / kFinishThreads), 1, z},
        {kFinishThreads}, 0});
-  k.workspace_bytes = static_cast<size_t>(slices * p.cols) * sizeof(float);
+  k.workspace_bytes = static_cast<size_t>(batch * slices * p.cols) * sizeof(float);
+  return k;
+}
+
+BaselineKernel build_col_sum(const Problem& p) {
+  require_supported("col_sum", why_col_sum_unsupported(p));
+  return column_sums(p, "col_sum", 1);
+}
+
+std::string why_not_f32(const Problem& p) { return p.dtype == DType::f32 ? "" : p.op + " is written for f32 only"; }
+
+BaselineKernel build_middle_axis_sum(const Problem& p) {
+  require_supported("middle_axis_sum", why_not_f32(p));
+  return column_sums(p, "middle_axis_sum", runtime::kReduceBenchBatch);
+}
+
+constexpr int kOuterInnerThreads = 256;
+
+BaselineKernel build_multi_axis_sum(const Problem& p) {
+  require_supported("multi_axis_sum", why_not_f32(p));
+  const int vec = p.cols % 4 == 0 ? 4 : 1;
+  BaselineKernel k;
+  k.name = "multi_axis_sum";
+  k.config = fmt::format("{{block of {} per row, vec = {}, one tree}}", kOuterInnerThreads, vec);
+  k.source = std::string(kCommonCuda) + kReductionsCuda +
+             fmt::format("\nextern \"C\" __global__ void __launch_bounds__({0}) outer_inner_sum_entry(\n"
+                         "    const float* __restrict__ x, float* __restrict__ y, float*, i64 rows, i64 cols) {{\n"
+                         "  outer_inner_sum<{0}, {1}, {2}>(x, y, rows, cols);\n}}\n",
+                         kOuterInnerThreads, vec, runtime::kReduceBenchBatch);
+  k.launches.push_back({"outer_inner_sum_entry", {static_cast<unsigned>(p.rows)}, {kOuterInnerThreads}, 0});
   return k;
 }
 
@@ -172,6 +232,8 @@ std::vector<Baseline> reduction_baselines() {
   return {
       {"row_sum", "row_sum", {DType::f32, DType::f16}, any_shape, build_row_sum},
       {"col_sum", "col_sum", {DType::f32}, why_col_sum_unsupported, build_col_sum},
+      {"middle_axis_sum", "middle_axis_sum", {DType::f32}, why_not_f32, build_middle_axis_sum},
+      {"multi_axis_sum", "multi_axis_sum", {DType::f32}, why_not_f32, build_multi_axis_sum},
   };
 }
 

@@ -59,6 +59,7 @@ except ImportError:
     triton = None
 
 ELEMENTS = 2**27  # the row-reduction cases move 2^27 elements: R = 2^27 / C
+REDUCE_BATCH = 8  # the middle- and multi-axis reduction cases reduce x of shape [8, R, C]
 SOFTMAX_COLS = (128, 512, 1024, 4096, 16384, 32768, 65536, 262144)
 NORM_COLS = (1024, 4096, 8192, 16384)
 # GEMM cases: square products, one whose sizes are no multiple of 8, and M = 16 against
@@ -202,6 +203,14 @@ def ref_col_sum(ops, x, dtype):
     return [ops.row_sum(x, 0, keepdim=False)]
 
 
+def ref_middle_axis_sum(ops, x, dtype):
+    return [ops.row_sum(x, 1, keepdim=False)]
+
+
+def ref_multi_axis_sum(ops, x, dtype):
+    return [ops.row_sum(ops.row_sum(x, 2, keepdim=False), 0, keepdim=False)]
+
+
 # ---------------------------------------------------------------------------
 # PyTorch eager versions (also what torch.compile compiles).
 
@@ -236,6 +245,14 @@ def eager_row_sum(x):
 
 def eager_col_sum(x):
     return (x.sum(dim=0),)
+
+
+def eager_middle_axis_sum(x):
+    return (x.sum(dim=1),)
+
+
+def eager_multi_axis_sum(x):
+    return (x.sum(dim=(0, 2)),)
 
 
 # ---------------------------------------------------------------------------
@@ -566,6 +583,15 @@ CASES = {c.name: c for c in [
     Case("col_sum", ("f32",), ((16384, 16384),),
          lambda R, C: [("x", (R, C))], ("y",),
          lambda R, C, es: (R * C + C) * es, ref_col_sum, eager_col_sum, triton_col_sum),
+    # x is [8, R, C] (REDUCE_BATCH), as in runtime/bench_cases.cpp; no Triton kernel of their own.
+    Case("middle_axis_sum", ("f32",), ((4096, 1024),),
+         lambda R, C: [("x", (REDUCE_BATCH, R, C))], ("y",),
+         lambda R, C, es: REDUCE_BATCH * (R * C + C) * es, ref_middle_axis_sum, eager_middle_axis_sum, None,
+         impls=("eager", "compile")),
+    Case("multi_axis_sum", ("f32",), ((4096, 1024),),
+         lambda R, C: [("x", (REDUCE_BATCH, R, C))], ("y",),
+         lambda R, C, es: (REDUCE_BATCH * R * C + R) * es, ref_multi_axis_sum, eager_multi_axis_sum, None,
+         impls=("eager", "compile")),
     Case("gemm", ("f16", "bf16"), GEMM_SHAPES, _gemm_inputs, ("c",), _gemm_bytes, ref_gemm, eager_gemm,
          triton_gemm, _gemm_flops, gemm=True, impls=GEMM_IMPLS),
     Case("gemm_batched", ("f16",), GEMM_BATCHED_SHAPES, _gemm_inputs, ("c",), _gemm_bytes, ref_gemm, eager_gemm,

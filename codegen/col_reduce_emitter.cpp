@@ -1,5 +1,6 @@
-// The col-reduce emitter. The collapsed space is [K..., N...]: K reduced, N kept.
-// Block (bx, by) covers columns [bx * C, (bx + 1) * C) and slice `by` of K's k_split
+// The col-reduce emitter. The collapsed space is [K..., N...]: K reduced, N kept, each
+// side walked by one linear index whose digits give the coordinates (any set of
+// reduced axes: see ir/kernel_col_reduce.cpp for the patterns). Block (bx, by) covers columns [bx * C, (bx + 1) * C) and slice `by` of K's k_split
 // slices. Its threads form a (k_threads x C / V) grid: consecutive threads own
 // consecutive groups of V columns, so a warp reads a contiguous stretch of each row
 // (16-byte vectors when V * element size is 16), and the K threads walk the slice's
@@ -10,7 +11,8 @@
 // of a column tile sums the slices in a fixed order and runs the epilogue (ticket
 // counters are reset by that block, so the next launch starts from zero). Every order
 // is fixed: a run gives the same bits every time, with no floating-point atomics.
-// With one column (a full reduction) the vector of V runs along K instead.
+// When the innermost dim is reduced (a full reduction, [K, R], [R1, K, R2]) a block
+// takes one column and the vector of V runs along K instead (col_reads_along_reduced).
 #include "codegen/col_reduce_emitter.h"
 
 #include <fmt/format.h>
@@ -33,12 +35,15 @@ namespace {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// The last block's fold of the slices: loads a thread keeps in flight.
+constexpr int kFoldUnroll = 8;
+
 class ColReduceEmitter {
 public:
   explicit ColReduceEmitter(const Kernel& k) : k_(k), c_(k.config), space_(ir::collapse(k)) {
     for (int d = 0; d < static_cast<int>(space_.dims.size()); ++d)
       (d < space_.reduced_dims ? k_count_ : n_count_) *= space_.dims[static_cast<size_t>(d)];
-    one_column_ = n_count_ == 1;
+    one_column_ = ir::col_reads_along_reduced(k);  // a block takes one column
     col_threads_ = one_column_ ? 1 : c_.cols / c_.vec;
     width_ = one_column_ ? 1 : c_.cols;
     chunk_ = ceil_div(ceil_div(k_count_, c_.k_split), kvec()) * kvec();
@@ -411,7 +416,9 @@ private:
       for (size_t j = 0; j < acc.size(); ++j)
         s += fmt::format("#pragma unroll\n  for (int t = 0; t < {}; ++t) {} = {};\n", w, acc[j], empty[j]);
     }
-    s += fmt::format("  for (unsigned slice = kt; slice < {}u; slice += {}u) {{\n", c_.k_split, c_.k_threads);
+    // Unrolled, so that a thread's loads of its slices are in flight together.
+    s += fmt::format("#pragma unroll {}\n  for (unsigned slice = kt; slice < {}u; slice += {}u) {{\n", kFoldUnroll,
+                     c_.k_split, c_.k_threads);
     s += fmt::format("#pragma unroll\n    for (int t = 0; t < {}; ++t) {{\n", w);
     s += fmt::format("      if (!active || col0 + t >= {}) continue;\n", lit(n_count_));
     for (int r : reduces_) {
@@ -466,7 +473,7 @@ LaunchDims col_reduce_launch_dims(const Kernel& k) {
     throw Error(fmt::format("kernel @{} has no col_reduce tile config", k.name));
   const int64_t n = ir::col_count(k);
   LaunchDims d;
-  const bool one_column = n == 1;
+  const bool one_column = ir::col_reads_along_reduced(k);  // a block per column
   d.grid[0] = static_cast<unsigned>(ceil_div(n, one_column ? 1 : c.cols));
   d.grid[1] = static_cast<unsigned>(c.k_split);
   d.block[0] = static_cast<unsigned>((one_column ? 1 : c.cols / c.vec) * c.k_threads);

@@ -102,7 +102,7 @@ namespace {
 
 std::string ints_str(const std::vector<int64_t>& v);
 
-// The col-reduce space: reduced dims sorted and outside the kept ones.
+// The col-reduce space: reduced dims distinct and sorted (any set of them).
 template <class Fail>
 void verify_col_space(const Kernel& k, const Fail& fail) {
   const Shape& space = k.space();
@@ -113,15 +113,6 @@ void verify_col_space(const Kernel& k, const Fail& fail) {
     if (d < 0 || d >= static_cast<int64_t>(space.size()) || (i > 0 && d <= k.reduced_axes[i - 1]))
       fail(fmt::format("reduced dims {} must be distinct dims of {}, sorted", ints_str(k.reduced_axes),
                        shape_str(space)));
-  }
-  bool seen_kept = false;  // a kept dim of size > 1
-  for (size_t d = 0; d < space.size(); ++d) {
-    if (space[d] == 1) continue;
-    bool reduced = std::count(k.reduced_axes.begin(), k.reduced_axes.end(), static_cast<int64_t>(d)) > 0;
-    if (reduced && seen_kept)
-      fail(fmt::format("dim {} of {} is reduced but lies inside a kept dim; a col_reduce kernel reduces outer dims",
-                       d, shape_str(space)));
-    seen_kept = seen_kept || !reduced;
   }
 }
 

@@ -81,9 +81,10 @@ struct Kernel {
   // reduced (N, the reduced axis, is innermost). Outputs are full-size (this shape) or
   // one value per row. Empty for pointwise kernels, whose space is their outputs' shape.
   Shape row_space;
-  // Col-reduce kernels: row_space is the space [K..., N...] of the reduced operand and
-  // these are its reduced dims (sorted). Every reduced dim of size > 1 lies outside
-  // every kept dim of size > 1; outputs hold one value per kept element (a column).
+  // Col-reduce kernels: row_space is the space of the reduced operand (its own shape,
+  // in memory order) and these are its reduced dims (sorted): any set of them (a column
+  // sum, a middle axis, several axes apart, all). Outputs hold one value per kept
+  // element (a column), in the kept dims' row-major order.
   std::vector<int64_t> reduced_axes;
   // Gemm kernels: the product (see kernel_gemm.h); the body is its epilogue.
   GemmCore gemm;
@@ -135,6 +136,12 @@ std::vector<bool> col_uniform(const Kernel& k);
 // Col-reduce kernels: the reduced count K and the column count N (numel = K * N).
 int64_t col_reduced_count(const Kernel& k);
 int64_t col_count(const Kernel& k);
+// Col-reduce kernels: whether a block takes one column and its vectors run along the
+// reduced elements: when nothing of size > 1 is kept (a full reduction) or the
+// innermost dim of size > 1 is reduced ([K, R], [R1, K, R2]), so that consecutive
+// threads read consecutive elements. Otherwise ([R, K], [K1, R, K2]) consecutive
+// threads own consecutive columns of the innermost kept dim.
+bool col_reads_along_reduced(const Kernel& k);
 // Col-reduce kernels: the strides over the space of a per-column value (0 on the
 // reduced dims, row-major over the kept ones).
 std::vector<int64_t> per_col_strides(const Kernel& k);

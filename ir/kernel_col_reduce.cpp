@@ -1,6 +1,23 @@
 // The kernel IR's col-reduce part: a kernel's reduced count and column count, the
 // strides of a per-column value, what stays the same along the reduced dims, and the
 // collapsed form [K..., N...].
+//
+// Canonical form. A col_reduce kernel takes any set of reduced dims of its space.
+// collapse() drops the size-1 dims and merges neighbouring dims of the same class
+// (reduced or kept) wherever every access walks them as one, then lists the reduced
+// dims first, [R..., K...], keeping each side in memory order. The emitter walks
+// each side by one linear index whose mixed-radix digits give the coordinates, so
+// every pattern is one loop with index arithmetic:
+//   [R, K]       a column reduction: threads across K, the loop down R;
+//   [K1, R, K2]  the same batched over K1 (a middle axis): the kept side is [K1, K2],
+//                and a block's columns are consecutive along K2, so each of its rows
+//                is one contiguous, coalesced stretch of the [R, K2] slab;
+//   [K, R]       a row-like reduction (row_reduce takes the plain ones): a block per
+//                column, its threads and vectors walk R (col_reads_along_reduced);
+//   [R1, K, R2]  the same with the reduced side [R1, R2]: R2 is read as a contiguous
+//                row inside, R1 by the digit above it;
+//   [R]          a full reduction: one column, split across the GPU.
+// Longer alternations map onto these in the same way.
 #include <algorithm>
 
 #include "ir/kernel.h"
@@ -22,6 +39,13 @@ int64_t col_reduced_count(const Kernel& k) {
   return n;
 }
 int64_t col_count(const Kernel& k) { return k.numel() / col_reduced_count(k); }
+
+bool col_reads_along_reduced(const Kernel& k) {
+  const Shape& space = k.space();
+  for (size_t d = space.size(); d-- > 0;)
+    if (space[d] != 1) return is_reduced_axis(k, d);
+  return true;
+}
 
 std::vector<int64_t> per_col_strides(const Kernel& k) {
   const Shape& space = k.space();

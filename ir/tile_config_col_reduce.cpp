@@ -1,8 +1,10 @@
 // The col-reduce kind's tile rules. A col_reduce kernel reduces the leading dims K of
-// a collapsed space [K, N]. Its block is (cols / vec) column threads, each moving vec
-// consecutive columns (16-byte loads), times k_threads threads walking K; k_split
-// cuts K into slices across the grid's y dim so that tall matrices with few columns
-// still fill the GPU. With one column (a full reduction) the vector runs along K.
+// a collapsed space [K..., N...] (any set of reduced axes). Its block is (cols / vec)
+// column threads, each moving vec consecutive columns (16-byte loads), times
+// k_threads threads walking K; k_split cuts K into slices across the grid's y dim so
+// that tall matrices with few columns still fill the GPU. When the innermost dim is
+// reduced (a full reduction, [K, R]) a block takes one column and the vector runs
+// along K.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -31,8 +33,9 @@ bool power_of_two(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 struct ColShape {
   CollapsedSpace space;
   int64_t k = 1, n = 1;  // reduced and kept element counts
-  bool one_column = false;
-  int reduces = 0;  // floats of running state per column, over every reduction
+  bool one_column = false;  // a block takes one column (col_reads_along_reduced)
+  int64_t inner_cols = 1;   // the innermost kept dim (columns mode): a block's columns stay inside it
+  int reduces = 0;          // floats of running state per column, over every reduction
 };
 
 ColShape col_shape(const Kernel& kernel) {
@@ -40,23 +43,24 @@ ColShape col_shape(const Kernel& kernel) {
   s.space = collapse(kernel);
   for (int d = 0; d < static_cast<int>(s.space.dims.size()); ++d)
     (d < s.space.reduced_dims ? s.k : s.n) *= s.space.dims[static_cast<size_t>(d)];
-  s.one_column = s.n == 1;
+  s.one_column = col_reads_along_reduced(kernel);
+  if (static_cast<size_t>(s.space.reduced_dims) < s.space.dims.size()) s.inner_cols = s.space.dims.back();
   for (const ScalarOp& op : kernel.body)
     if (op.kind == ScalarKind::Reduce) s.reduces += reduce_state_size(op.op);
   return s;
 }
 
-// Why `vec` cannot be used, or empty. Columns: every input that moves along N reads
-// it contiguously from starts that are multiples of vec. One column: the same along K.
+// Why `vec` cannot be used, or empty. Columns: every input that moves along the
+// innermost kept dim reads it contiguously from starts that are multiples of vec (so a
+// vector never straddles a digit of the other kept dims). One column a block: the same
+// along the innermost reduced dim.
 std::string vec_problem(const Kernel& kernel, const ColShape& s, int vec) {
   if (vec != 1 && vec != 2 && vec != 4 && vec != 8) return "vec must be 1, 2, 4 or 8";
   if (vec == 1) return "";
   const CollapsedSpace& c = s.space;
   const size_t inner = s.one_column ? static_cast<size_t>(c.reduced_dims) - 1 : c.dims.size() - 1;
-  const size_t first = s.one_column ? 0 : static_cast<size_t>(c.reduced_dims);
-  const char* along = s.one_column ? "the reduced dims" : "the columns";
-  if (inner != first) return fmt::format("{} do not collapse to one dim", along);
-  if (c.dims[inner] % vec != 0) return fmt::format("{} ({}) are not a multiple of vec", along, c.dims[inner]);
+  const char* along = s.one_column ? "the innermost reduced dim" : "the innermost kept dim";
+  if (c.dims[inner] % vec != 0) return fmt::format("{} ({}) is not a multiple of vec", along, c.dims[inner]);
   for (size_t i = 0; i < kernel.args.size(); ++i) {
     const KernelArg& a = kernel.args[i];
     const std::vector<int64_t>& st = c.arg_strides[i];
@@ -101,7 +105,9 @@ void validate_col_reduce(const Kernel& k, const TileConfig& c) {
     fail("a col_reduce kernel sets cols, vec, k_threads and k_split only");
   if (std::string why = vec_problem(k, s, c.vec); !why.empty()) fail(fmt::format("vec = {}: {}", c.vec, why));
   if (s.one_column) {
-    if (c.cols != 1) fail(fmt::format("cols = {}: a full reduction has one column, so cols must be 1", c.cols));
+    if (c.cols != 1)
+      fail(fmt::format("cols = {}: a block takes one column when the innermost dim is reduced, so cols must be 1",
+                       c.cols));
   } else {
     if (c.cols < c.vec || c.cols % c.vec != 0 || !power_of_two(c.cols / c.vec))
       fail(fmt::format("cols = {}: columns per block must be vec times a power of two", c.cols));
@@ -123,33 +129,71 @@ void validate_col_reduce(const Kernel& k, const TileConfig& c) {
   if (ceil_div(s.n, c.cols) > kMaxGrid) fail("the grid needs more column blocks than the limit");
 }
 
+namespace {
+
+// The last block of a column tile folds the k_split slices' partials, each of its
+// threads along K every k_threads-th slice: the kernel's serial tail. At most this many
+// slices a thread keeps that tail to a few loads in flight at once.
+constexpr int kMaxSlicesPerThread = 8;
+
+// Slices of K for a block shape: until the blocks fill every SM once (columns; 16384 x
+// 16384 fp32: 128 column tiles x 8 slices, all resident) or twice (one column a
+// block: 2^27 elements in 1056 blocks of 512), while each thread keeps at least 16
+// (columns) or 8 (one column) vectors to read in its slice and the fold stays short.
+int default_split(const ColShape& s, const TileConfig& c) {
+  const int block = block_threads(s, c);
+  const int64_t wave = int64_t{kTargetSMs} * (kThreadsPerSM / block);
+  const int64_t col_blocks = ceil_div(s.n, c.cols);
+  const int64_t per_thread = s.one_column ? 8 * c.vec : 16;
+  const int64_t by_work = std::max<int64_t>(1, s.k / (int64_t{c.k_threads} * per_thread));
+  const int64_t by_wave = std::max<int64_t>(1, (s.one_column ? 2 * wave : wave) / col_blocks);
+  const int64_t by_fold = int64_t{kMaxSlicesPerThread} * c.k_threads;
+  int64_t split = std::min({by_work, by_wave, by_fold, int64_t{kMaxSplit}});
+  const int64_t scratch_cap = kMaxScratchBytes / (int64_t{4} * std::max(1, s.reduces) * s.n);
+  return static_cast<int>(std::max<int64_t>(1, std::min(split, scratch_cap)));
+}
+
+}  // namespace
+
+// The sweep: the heuristic's block shape first, then every block shape at the widest
+// legal vector, each with its default split, a quarter, half, twice and four times it,
+// and no split. Every split is its own binary (the slice length is compiled in), so a
+// sweep over all of them for every vector width (645 configs for a tall f32 matrix,
+// 30-80 ms of NVRTC each on an idle core) spent a tuning budget of seconds on compiles
+// alone; narrower vectors read the same bytes in more instructions.
 std::vector<TileConfig> col_reduce_candidates(const Kernel& k) {
   const ColShape s = col_shape(k);
   std::vector<TileConfig> out;
   auto keep = [&](const TileConfig& c) {
+    if (std::find(out.begin(), out.end(), c) != out.end()) return;
     try {
       validate_col_reduce(k, c);
       out.push_back(c);
     } catch (const Error&) {
     }
   };
-  for (int vec : {1, 2, 4, 8}) {
-    if (!vec_problem(k, s, vec).empty()) continue;
-    for (int col_threads = s.one_column ? 1 : 4; col_threads <= (s.one_column ? 1 : 64); col_threads *= 2) {
-      if (col_threads > 4 && int64_t{col_threads / 2} * vec >= s.n) break;  // more threads than columns
-      for (int kt = 1; kt <= kMaxBlock; kt *= 2) {
-        if (col_threads * kt < 64 || col_threads * kt > 512) continue;
-        for (int split = 1; split <= 1024; split *= 2) {
-          if (split > 1 && int64_t{split} * kt * vec > s.k) break;
-          TileConfig c;
-          c.cols = s.one_column ? 1 : col_threads * vec;
-          c.vec = vec;
-          c.k_threads = kt;
-          c.k_split = split;
-          keep(c);
-        }
-      }
+  auto shape = [&](int vec, int cols, int kt) {
+    TileConfig c;
+    c.cols = cols;
+    c.vec = vec;
+    c.k_threads = kt;
+    c.k_split = 1;
+    const int split = default_split(s, c);
+    for (int64_t v : {int64_t{1}, int64_t{split}, int64_t{split} / 2, int64_t{split} * 2, int64_t{split} / 4,
+                      int64_t{split} * 4}) {
+      if (v < 1 || v > kMaxSplit || (v > 1 && v * kt * vec > s.k)) continue;
+      c.k_split = static_cast<int>(v);
+      keep(c);
     }
+  };
+  const TileConfig h = col_reduce_heuristic(k);
+  shape(h.vec, h.cols, h.k_threads);
+  const int vec = h.vec;
+  const int64_t fit = std::min(s.n, s.inner_cols);
+  for (int col_threads = s.one_column ? 1 : 4; col_threads <= (s.one_column ? 1 : 64); col_threads *= 2) {
+    if (col_threads > 4 && int64_t{col_threads / 2} * vec >= fit) break;  // more threads than columns
+    for (int kt = 1; kt <= kMaxBlock; kt *= 2)
+      if (col_threads * kt >= 64 && col_threads * kt <= 512) shape(vec, s.one_column ? 1 : col_threads * vec, kt);
   }
   return out;
 }
@@ -162,29 +206,29 @@ TileConfig col_reduce_heuristic(const Kernel& k) {
   int col_threads = 1;
   if (s.one_column) {
     c.cols = 1;
-    c.k_threads = std::max(32, std::min(512, pow2_at_least(ceil_div(s.k, c.vec))));
+    // One column: up to 512 threads. Many columns of a block each ([K, R], [R1, K, R2]):
+    // at least 16 vectors a thread, so that its loads outweigh the block's combine.
+    const int64_t vectors = ceil_div(s.k, int64_t{c.vec} * (s.n > 1 ? 16 : 1));
+    c.k_threads = std::max(32, std::min(512, pow2_at_least(vectors)));
   } else {
     // A warp across 32 column vectors (512 contiguous bytes per row), fewer when the
-    // columns run out; the rest of a 256-thread block walks K.
+    // columns run out (a middle axis: the innermost kept dim, so that a block's
+    // columns lie in one contiguous stretch of each row); the rest of a 256-thread
+    // block walks K.
+    const int64_t fit = std::min(s.n, s.inner_cols);
     col_threads = 32;
-    while (col_threads > 1 && int64_t{col_threads / 2} * c.vec >= s.n) col_threads /= 2;
+    while (col_threads > 1 && int64_t{col_threads / 2} * c.vec >= fit) col_threads /= 2;
+    // A tall matrix with few column tiles: narrower tiles (down to 8 threads, 128
+    // bytes a row) put more of the block along K and more tiles in the grid, so that
+    // fewer slices fill the GPU and the last block's fold of them stays short
+    // (65536 x 256 fp32: 2 tiles of 512 slices before, 8 tiles of 128 now).
+    while (col_threads > 8 && ceil_div(s.n, int64_t{col_threads} * c.vec) < kTargetSMs / 4) col_threads /= 2;
     c.cols = col_threads * c.vec;
     c.k_threads = std::min(256 / col_threads, pow2_at_least(s.k));
     c.k_threads = std::max(c.k_threads, 32 / col_threads);
   }
-  // Slices of K until the blocks fill every SM once (columns; 16384 x 16384 fp32:
-  // 128 column tiles x 8 slices, all resident) or twice (one column: 2^27 elements
-  // in 1056 blocks of 512), while each thread keeps at least 16 (columns) or 8 (one
-  // column) vectors to read in its slice.
-  const int block = block_threads(s, c);
-  const int64_t wave = int64_t{kTargetSMs} * (kThreadsPerSM / block);
-  const int64_t col_blocks = ceil_div(s.n, c.cols);
-  const int64_t per_thread = s.one_column ? 8 * c.vec : 16;
-  const int64_t by_work = std::max<int64_t>(1, s.k / (int64_t{c.k_threads} * per_thread));
-  const int64_t by_wave = std::max<int64_t>(1, (s.one_column ? 2 * wave : wave) / col_blocks);
-  c.k_split = static_cast<int>(std::min({by_work, by_wave, int64_t{kMaxSplit}}));
-  const int64_t scratch_cap = kMaxScratchBytes / (int64_t{4} * std::max(1, s.reduces) * s.n);
-  c.k_split = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(c.k_split, scratch_cap)));
+  c.k_split = 1;
+  c.k_split = default_split(s, c);
   return c;
 }
 

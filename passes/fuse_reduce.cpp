@@ -2,6 +2,7 @@
 // through element-wise ops, constants, views and reductions of the same rows; forwards
 // through element-wise ops, views and reductions of the same rows whose results are
 // full rows or one value per row, and whose other operands do not depend on the group.
+// Column groups take every other reduction of a float tensor, over any set of axes.
 // A computed value that leaves the group must be storable (full rows or per row);
 // one that is not is left out and the group grows again. A group that still cannot
 // be one kernel shrinks to its reduction alone. Column groups (reductions over outer
@@ -147,6 +148,7 @@ public:
       groups.push_back(std::move(grp));
     }
     merge_siblings(groups);
+    bool col_groups = false;
     for (const Node* n : nodes_) {
       if (!live_.count(n) || taken_.count(n)) continue;
       std::optional<ColReduction> c = col_reduction(*n);
@@ -157,7 +159,9 @@ public:
       for (const Node* m : grp.nodes)
         if (!is_free_node(*m)) taken_.insert(m);
       groups.push_back(std::move(grp));
+      col_groups = true;
     }
+    if (col_groups) merge_siblings(groups);
     return groups;
   }
 
@@ -248,20 +252,24 @@ private:
     return out;
   }
 
-  // Row groups over the same rows that read the same tensors and nothing else from
-  // outside (sum and max of x; the statistics of one row) become one group, so that
-  // the rows are read once for all of them. Only such groups merge: a group that reads
+  // Groups over the same rows (or columns: the same space and reduced dims) that read
+  // the same tensors and nothing else from outside (sum and max of x; the statistics of
+  // one row, or a mean and a variance over a middle axis) become one group, so that
+  // the input is read once for all of them. Only such groups merge: a group that reads
   // another kernel's output keeps its own place in the launch order.
   void merge_siblings(std::vector<RowGroup>& groups) const {
     for (size_t i = 0; i < groups.size(); ++i)
       for (size_t j = i + 1; j < groups.size();) {
         RowGroup& a = groups[i];
         const RowGroup& b = groups[j];
-        const std::set<const Value*> reads_a = external_reads(a.nodes), reads_b = external_reads(b.nodes);
-        bool same_inputs = a.kind == "row_reduce" && b.kind == "row_reduce" && a.rows == b.rows && reads_a == reads_b;
+        const bool cols = a.kind == "col_reduce";
+        const Target t{cols, a.rows, a.reduced_axes};
+        const bool same_target = a.kind == b.kind && a.rows == b.rows &&
+                                 (!cols || significant(a.rows, a.reduced_axes) == significant(b.rows, b.reduced_axes));
+        bool same_inputs = same_target && external_reads(a.nodes) == external_reads(b.nodes);
         std::set<const Node*> both = a.nodes;
         both.insert(b.nodes.begin(), b.nodes.end());
-        if (same_inputs && viable(both, Target{false, a.rows, {}})) {
+        if (same_inputs && viable(both, t)) {
           a.nodes = std::move(both);
           groups.erase(groups.begin() + static_cast<std::ptrdiff_t>(j));
         } else {

@@ -74,8 +74,8 @@ PointwiseBuild build_row_reduce(const std::string& name, const Shape& rows, cons
                                 const std::unordered_map<int, std::string>& names);
 
 // A reduction that a col_reduce kernel takes: a float tensor of shape `space` reduced
-// over `axes` (sorted), every one of size > 1 outside every kept dim of size > 1:
-// a column sum of [M, N] over axis 0, a full reduction, [B, M, N] over [0, 1].
+// over `axes` (sorted), any set of them: a column sum of [M, N] over axis 0, a full
+// reduction, [B, S, D] over [1] (a middle axis) or over [0, 2].
 struct ColReduction {
   Shape space;
   std::vector<int64_t> axes;

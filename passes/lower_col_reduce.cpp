@@ -1,6 +1,8 @@
-// The col-reduce kind's lowering: the group's reduction gives the space [K..., N...]
-// and its reduced dims K (outside every kept dim); outputs hold one value per column,
-// and reductions of those columns inside the group become the body's Reduce ops.
+// The col-reduce kind's lowering: the group's reduction gives the space (its operand's
+// shape) and its reduced dims, any set of them; outputs hold one value per column (per
+// kept element), and reductions of those columns inside the group become the body's
+// Reduce ops. The kernel reads the operand in place: collapse() and the emitter turn
+// the reduced and kept dims into index arithmetic (see ir/kernel_col_reduce.cpp).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -26,13 +28,6 @@ std::optional<ColReduction> col_reduction(const Node& n) {
   for (int64_t a : n.attrs.get_ints("axis")) axes.push_back(a < 0 ? a + rank : a);
   std::sort(axes.begin(), axes.end());
   axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
-  bool seen_kept = false;  // a kept dim of size > 1 outside a reduced one breaks the form
-  for (int d = 0; d < rank; ++d) {
-    if (in[static_cast<size_t>(d)] == 1) continue;
-    bool reduced = std::binary_search(axes.begin(), axes.end(), d);
-    if (reduced && seen_kept) return std::nullopt;
-    seen_kept = seen_kept || !reduced;
-  }
   return ColReduction{in, axes};
 }
 
@@ -60,8 +55,8 @@ ir::Kernel lower_col_reduce_group(const ir::Graph& g, int group, const std::unor
     if (cols || ir::op_info(n->op).category != ir::OpCategory::Reduce) continue;
     cols = col_reduction(*n);
     if (!cols)
-      throw Error(fmt::format("kernel @{}: `{}` does not reduce only dims outside its kept ones of a float tensor, "
-                              "which a col_reduce kernel needs",
+      throw Error(fmt::format("kernel @{}: `{}` is not a reduction of a float tensor, which a col_reduce kernel "
+                              "needs",
                               grp.name, ir::print_node(*n, names)));
   }
   if (!cols) throw Error(fmt::format("kernel @{}: a col_reduce kernel has no reduction", grp.name));

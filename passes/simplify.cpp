@@ -1,7 +1,7 @@
 // simplify: local rewrites from a small rule table (pattern -> replacement), in
 // the manner of MLIR's canonicalisation patterns and tinygrad's symbolic rules:
-// constant folding of scalar element-wise ops, algebraic identities and view
-// and cast chains. Rules run over the graph until none fires.
+// constant folding of scalar element-wise ops, algebraic identities, view and cast
+// chains, and reductions of one element. Rules run over the graph until none fires.
 //
 // A rule only fires when its replacement has exactly the replaced node's type:
 // `x + zeros` where the zeros broadcast x to a larger shape must stay.
@@ -138,6 +138,18 @@ Value* transpose_transpose(Graph& g, const Node& n) {
   return g.add(OpKind::Transpose, {x}, a, std::nullopt, n.loc);
 }
 
+// A reduction over axes of size 1 only reduces one element: sum, max, min, mean and
+// logsumexp of it are the element itself (logsumexp: x + log(exp(x - x)), and an
+// infinite x is its own answer), so it needs no reduce kernel, only a reshape when the
+// axes are dropped. var stays: of +-inf or NaN it is NaN, not 0.
+Value* reduce_size_one(Graph& g, const Node& n) {
+  if (ir::op_info(n.op).category != ir::OpCategory::Reduce || n.op == OpKind::ReduceVar) return nullptr;
+  const Value* x = n.operands[0];
+  for (int a : ir::reduce_axes(n.attrs, x->type.rank()))
+    if (x->type.shape[static_cast<size_t>(a)] != 1) return nullptr;
+  return retyped(g, n, OpKind::Reshape, n.operands[0]);
+}
+
 struct Rule {
   std::string_view name;
   std::optional<OpKind> root;  // the op the pattern starts at; nullopt: any element-wise op
@@ -158,6 +170,11 @@ const Rule kRules[] = {
     {"broadcast to its own shape -> x", OpKind::Broadcast, same_type},
     {"transpose by the identity -> x", OpKind::Transpose, transpose_identity},
     {"transpose(transpose(x)) -> transpose(x)", OpKind::Transpose, transpose_transpose},
+    {"sum / max / min / mean / logsumexp over size-1 axes -> x", OpKind::ReduceSum, reduce_size_one},
+    {"sum / max / min / mean / logsumexp over size-1 axes -> x", OpKind::ReduceMax, reduce_size_one},
+    {"sum / max / min / mean / logsumexp over size-1 axes -> x", OpKind::ReduceMin, reduce_size_one},
+    {"sum / max / min / mean / logsumexp over size-1 axes -> x", OpKind::ReduceMean, reduce_size_one},
+    {"sum / max / min / mean / logsumexp over size-1 axes -> x", OpKind::ReduceLogSumExp, reduce_size_one},
 };
 
 bool applies(const Rule& rule, OpKind op) { return rule.root ? *rule.root == op : ir::is_elementwise(op); }

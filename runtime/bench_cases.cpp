@@ -18,6 +18,7 @@ namespace kiln::runtime {
 namespace {
 
 constexpr int64_t kElements = int64_t{1} << 27;
+constexpr int64_t kReduceBatch = kReduceBenchBatch;
 
 std::vector<BenchSize> rows_of_2_27(std::initializer_list<int64_t> cols) {
   std::vector<BenchSize> sizes;
@@ -46,6 +47,9 @@ const std::vector<BenchCase>& bench_cases() {
        rows_of_2_27({1024, 4096, 8192, 16384})},
       {"row_sum", "y[R] = sum of each row", {DType::f32}, {{16384, 16384}}},
       {"col_sum", "y[C] = sum over axis 0", {DType::f32}, {{16384, 16384}}},
+      // 2^25 elements (128 MB in f32): quick, and still four times the L2.
+      {"middle_axis_sum", "y[8,C] = sum of x[8,R,C] over axis 1", {DType::f32}, {{4096, 1024}}},
+      {"multi_axis_sum", "y[R] = sum of x[8,R,C] over axes 0 and 2", {DType::f32}, {{4096, 1024}}},
       {"gemm", "C[M,N] = A[M,K] @ B[K,N], both row-major", {DType::f16, DType::bf16},
        {BenchSize::gemm(4096, 4096, 4096), BenchSize::gemm(8192, 8192, 8192), BenchSize::gemm(4093, 4099, 4097),
         BenchSize::gemm(16, 8192, 8192)},
@@ -129,6 +133,10 @@ ir::Graph bench_graph(const BenchCase& c, DType dtype, const BenchSize& size) {
     g.output(kiln::sum(g.input("x", dtype, matrix), {1}));
   } else if (c.name == "col_sum") {
     g.output(kiln::sum(g.input("x", dtype, matrix), {0}));
+  } else if (c.name == "middle_axis_sum") {
+    g.output(kiln::sum(g.input("x", dtype, {kReduceBatch, size.rows, size.cols}), {1}));
+  } else if (c.name == "multi_axis_sum") {
+    g.output(kiln::sum(g.input("x", dtype, {kReduceBatch, size.rows, size.cols}), {0, 2}));
   } else {
     throw Error(fmt::format("benchmark case {} has no graph", c.name));
   }
@@ -149,6 +157,8 @@ int64_t bench_bytes(const BenchCase& c, DType dtype, const BenchSize& size) {
   if (c.name == "layer_norm") return (2 * rc + 2 * cc) * es;
   if (c.name == "row_sum") return (rc + r) * es;
   if (c.name == "col_sum") return (rc + cc) * es;
+  if (c.name == "middle_axis_sum") return kReduceBatch * (rc + cc) * es;
+  if (c.name == "multi_axis_sum") return (kReduceBatch * rc + r) * es;
   throw Error(fmt::format("benchmark case {} has no bytes formula", c.name));
 }
 

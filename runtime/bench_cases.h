@@ -14,6 +14,10 @@
 
 namespace kiln::runtime {
 
+// The batch B of the cases that reduce x of shape [B, R, C] over a middle axis or over
+// several axes (middle_axis_sum, multi_axis_sum); their hand-written baselines share it.
+inline constexpr int64_t kReduceBenchBatch = 8;
+
 // A size in one of three forms: RxC (rows, cols), MxNxK (rows = M, cols = N,
 // depth = K) and BxMxNxK (with batch = B). depth and batch are 0 where the form has none.
 struct BenchSize {

@@ -94,6 +94,16 @@ TEST(BaselinesGpu, ColumnSum) {
   expect_all_lengths_match("col_sum", kAll);
 }
 
+TEST(BaselinesGpu, MiddleAxisSum) {
+  KILN_REQUIRE_GPU();
+  expect_all_lengths_match("middle_axis_sum", kAll);
+}
+
+TEST(BaselinesGpu, MultiAxisSum) {
+  KILN_REQUIRE_GPU();
+  expect_all_lengths_match("multi_axis_sum", kAll);
+}
+
 TEST(BaselinesGpu, ColumnSumWithRowsNotDividingIntoSlices) {
   KILN_REQUIRE_GPU();
   expect_matches(baselines::by_name("col_sum"), DType::f32, 1001, 4100);

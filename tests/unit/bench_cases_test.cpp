@@ -29,7 +29,8 @@ TEST(BenchCases, ListsTheCasesInOrder) {
   std::vector<std::string> names;
   for (const auto& c : runtime::bench_cases()) names.push_back(c.name);
   EXPECT_EQ(names, (std::vector<std::string>{"gelu_chain", "softmax", "add_rmsnorm", "layer_norm", "row_sum",
-                                             "col_sum", "gemm", "gemm_batched", "gemm_bias_gelu"}));
+                                             "col_sum", "middle_axis_sum", "multi_axis_sum", "gemm", "gemm_batched",
+                                             "gemm_bias_gelu"}));
 }
 
 // A small size of the form the case takes.
@@ -85,6 +86,16 @@ TEST(BenchCases, RowAndColumnSumsReduceTheRightAxis) {
             (std::vector<TensorType>{{DType::f32, {300}}}));
   EXPECT_EQ(output_types(runtime::bench_graph(named("col_sum"), DType::f32, {300, 7})),
             (std::vector<TensorType>{{DType::f32, {7}}}));
+}
+
+TEST(BenchCases, MiddleAndMultiAxisSumsReduceABatchOfEight) {
+  ir::Graph middle = runtime::bench_graph(named("middle_axis_sum"), DType::f32, {300, 7});
+  EXPECT_EQ(input_types(middle), (std::vector<TensorType>{{DType::f32, {8, 300, 7}}}));
+  EXPECT_EQ(output_types(middle), (std::vector<TensorType>{{DType::f32, {8, 7}}}));
+  ir::Graph multi = runtime::bench_graph(named("multi_axis_sum"), DType::f32, {300, 7});
+  EXPECT_EQ(output_types(multi), (std::vector<TensorType>{{DType::f32, {300}}}));
+  EXPECT_EQ(runtime::bench_bytes(named("middle_axis_sum"), DType::f32, {10, 100}), 8 * (1000 + 100) * 4);
+  EXPECT_EQ(runtime::bench_bytes(named("multi_axis_sum"), DType::f32, {10, 100}), (8 * 1000 + 10) * 4);
 }
 
 TEST(BenchCases, BytesCountEachTensorOnce) {

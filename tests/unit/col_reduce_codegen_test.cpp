@@ -113,8 +113,15 @@ TEST(ColReduceCodegen, EveryOpDtypeAndSizeCompiles) {
     int i = 0;
     for (const char* op : col_reduce_test::kOps)
       for (const auto& s : shapes) {
-        for (ir::Kernel& k : kernels_of(col_reduce_test::column_graph(op, dt, s[0], s[1]), "c" + std::to_string(i)))
-          all.push_back(std::move(k));
+        for (ir::Kernel& k : kernels_of(col_reduce_test::column_graph(op, dt, s[0], s[1]), "c" + std::to_string(i))) {
+          // A column reduction of one row reduces one element a column: simplify leaves a
+          // copy (var stays: of an infinite element it is NaN).
+          if (s[0] == 1 && std::string(op) != "var") {
+            EXPECT_EQ(k.kind, ir::KernelKind::Pointwise) << ir::print(k);
+          } else {
+            all.push_back(std::move(k));
+          }
+        }
         for (ir::Kernel& k : kernels_of(col_reduce_test::full_graph(op, dt, s[0], s[1]), "f" + std::to_string(i)))
           all.push_back(std::move(k));
         ++i;

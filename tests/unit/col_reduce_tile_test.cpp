@@ -83,7 +83,7 @@ TEST(ColReduceTile, SmallReductionNeedsNoSplit) {
 
 TEST(ColReduceTile, IllegalConfigsNameTheirRule) {
   ir::Kernel odd = kernel_of(col_reduce_test::column_graph("sum", "f32", 64, 1001));
-  EXPECT_NE(rejection(odd, config(128, 4, 8, 1)).find("vec = 4: the columns (1001) are not a multiple of vec"),
+  EXPECT_NE(rejection(odd, config(128, 4, 8, 1)).find("vec = 4: the innermost kept dim (1001) is not a multiple of vec"),
             std::string::npos)
       << rejection(odd, config(128, 4, 8, 1));
   ir::Kernel k = kernel_of(col_reduce_test::column_graph("sum", "f16", 64, 1024));
@@ -98,7 +98,7 @@ TEST(ColReduceTile, IllegalConfigsNameTheirRule) {
   row_fields.rows = 2;
   EXPECT_NE(rejection(k, row_fields).find("sets cols, vec, k_threads and k_split only"), std::string::npos);
   ir::Kernel full = kernel_of(col_reduce_test::full_graph("sum", "f32", 64, 64));
-  EXPECT_NE(rejection(full, config(4, 4, 64, 1)).find("cols = 4: a full reduction has one column"),
+  EXPECT_NE(rejection(full, config(4, 4, 64, 1)).find("cols = 4: a block takes one column when the innermost dim is reduced"),
             std::string::npos);
 }
 

@@ -206,22 +206,24 @@ TEST(Lowering, PlanNamesInputsIntermediatesAndOutputs) {
   EXPECT_EQ(plan.buffer_of(plan.kernels[1].args[0].value_id), 1);
 }
 
-TEST(Lowering, MiddleAxisReductionIsNotLoweredYet) {
+TEST(Lowering, MiddleAxisReductionIsAColReduceKernel) {
   ir::Graph g = fused(R"(func @red(%x: f32[4,8,2]) -> (f32[4,2]) {
   %s = sum %x {axis = [1]} : f32[4,2]
   return %s
 })");
-  EXPECT_NE(lowering_error(g).find("sum: no kernel kind handles this reduction yet"), std::string::npos)
-      << lowering_error(g);
+  passes::Plan plan = passes::lower(g);
+  ASSERT_EQ(plan.kernels.size(), 1u);
+  EXPECT_EQ(plan.kernels[0].kind, ir::KernelKind::ColReduce);
+  EXPECT_EQ(plan.kernels[0].reduced_axes, (std::vector<int64_t>{1}));
 }
 
 TEST(Lowering, ReductionIsNamedRatherThanTheViewItReads) {
-  ir::Graph g = fused(R"(func @red(%x: f32[4,8,2], %w: f32[8,2]) -> (f32[4,2]) {
-  %b = broadcast %w : f32[4,8,2]
-  %a = add %x, %b : f32[4,8,2]
-  %s = sum %a {axis = [1]} : f32[4,2]
-  %t = sum %b {axis = [1]} : f32[4,2]
-  %u = add %s, %t : f32[4,2]
+  ir::Graph g = fused(R"(func @red(%x: i32[4,8,2], %w: i32[8,2]) -> (i32[4,2]) {
+  %b = broadcast %w : i32[4,8,2]
+  %a = add %x, %b : i32[4,8,2]
+  %s = sum %a {axis = [1]} : i32[4,2]
+  %t = sum %b {axis = [1]} : i32[4,2]
+  %u = add %s, %t : i32[4,2]
   return %u
 })");
   EXPECT_NE(lowering_error(g).find("sum: no kernel kind handles this reduction yet"), std::string::npos)

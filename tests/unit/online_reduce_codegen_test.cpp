@@ -118,7 +118,8 @@ TEST(OnlineReduceCodegen, EveryGraphDtypeAndRowLengthCompiles) {
         for (ir::Kernel& k : kernels_of(plain_reduction(op, dt, n), "c" + std::to_string(id++)))
           all.push_back(std::move(k));
     }
-  ASSERT_EQ(all.size(), 75u);
+  // 75 less the three logsumexps of rows of one element, which simplify removes.
+  ASSERT_EQ(all.size(), 72u);
   expect_compiles(all, "online_reduce_all.cu");
 }
 
