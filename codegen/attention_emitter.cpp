@@ -60,19 +60,18 @@ extern "C" __global__ void __launch_bounds__($THREADS) $NAME($PARAMS) {
   const int kv_end = $KV_END;
   const int tiles = (kv_end + $BC - 1) / $BC;
 
-  // Prologue: the query tile and the first $STAGES - 1 key and value tiles, one group each
+  // Prologue: the query tile and the first $AHEAD key and value tiles, one group each
   // (the query tile goes with the first).
   $NAME_load_tile<$BR>(smem, qb, q0, $SQ, $Q_LD);
 #pragma unroll
-  for (int t = 0; t < $STAGES - 1; ++t) {
+  for (int t = 0; t < $AHEAD; ++t) {
     if (t < tiles) {
       $NAME_load_tile<$BC>(smem + $Q_BYTES + t * $STAGE_BYTES, kb, t * $BC, $SKV, $K_LD);
       $NAME_load_tile<$BC>(smem + $Q_BYTES + t * $STAGE_BYTES + $KV_BYTES, vb, t * $BC, $SKV, $V_LD);
     }
     kiln_copy_async_commit();
   }
-  if ($STAGES == 1) kiln_copy_async_commit();
-
+$PROLOGUE_COMMIT
   unsigned qf[$D / 16][4];  // this warp's 16 query rows as A fragments, one per 16 of D
   float o[$D / 8][4];       // its output rows: fp32 accumulators, one per 8 of D
 #pragma unroll
@@ -83,15 +82,15 @@ extern "C" __global__ void __launch_bounds__($THREADS) $NAME($PARAMS) {
   const int row0 = q0 + warp * 16 + (lane >> 2);
 
   for (int t = 0; t < tiles; ++t) {
-    // Start the tile $STAGES - 1 ahead into the buffer that tile t - 1 freed; wait for tile t.
-    const int ahead = t + $STAGES - 1;
+    // Start the tile $AHEAD ahead into the buffer that tile t - 1 freed; wait for tile t.
+    const int ahead = t + $AHEAD;
     if (ahead < tiles) {
       const unsigned stage = smem + $Q_BYTES + (ahead % $STAGES) * $STAGE_BYTES;
       $NAME_load_tile<$BC>(stage, kb, ahead * $BC, $SKV, $K_LD);
       $NAME_load_tile<$BC>(stage + $KV_BYTES, vb, ahead * $BC, $SKV, $V_LD);
     }
     kiln_copy_async_commit();
-    kiln_copy_async_wait_group<$STAGES - 1>();
+    kiln_copy_async_wait_group<$AHEAD>();
     __syncthreads();
     if (t == 0) {
 #pragma unroll
@@ -290,6 +289,8 @@ std::string emit_attention(const ir::Kernel& k) {
       {"CHUNKS", std::to_string(a.d / 8)},
       {"ROW_BYTES", std::to_string(row_bytes)},
       {"STAGES", std::to_string(c.stages)},
+      {"AHEAD", std::to_string(c.stages - 1)},
+      {"PROLOGUE_COMMIT", c.stages == 1 ? "  kiln_copy_async_commit();  // the query tile alone\n" : ""},
       {"SQ", std::to_string(a.sq)},
       {"SKV", std::to_string(a.skv)},
       {"Q_BYTES", std::to_string(c.br * row_bytes) + "u"},

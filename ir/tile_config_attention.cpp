@@ -84,6 +84,7 @@ void validate_attention(const Kernel& k, const TileConfig& c) {
     fail(fmt::format("br must be {} x warps (each warp owns {} query rows)", kRowsPerWarp, kRowsPerWarp));
   if (c.bc != 32 && c.bc != 64 && c.bc != 128) fail("bc must be 32, 64 or 128");
   if (c.stages < 1 || c.stages > 3) fail("stages must be 1 to 3");
+  if (c.stages == 3 && c.bc == 32) fail("three stages take key tiles of 64 or 128 rows (ptxas spills the 32-row loop)");
   if (c.threads || c.elems || c.vec || c.row_threads || c.rows || c.stream || c.shared_elems || c.cluster || c.cols ||
       c.k_threads || c.k_split || c.bm || c.bn || c.bk || c.warps_m || c.warps_n || c.group || c.split_k)
     fail("an attention config sets schedule, br, bc, warps and stages only");
