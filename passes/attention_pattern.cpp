@@ -87,6 +87,22 @@ bool memory_free(const Value* v, std::set<const Node*>& nodes) {
   return true;
 }
 
+// Whether `v` is computed from a matmul of shape `shape` through element-wise ops of
+// that shape alone: the score chain, as opposed to a bias that another kernel writes.
+bool reaches_matmul(const Value* v, const Shape& shape) {
+  std::vector<const Value*> stack{v};
+  std::set<const Node*> seen;
+  while (!stack.empty()) {
+    const Node* n = stack.back()->producer;
+    stack.pop_back();
+    if (!n || n->result->type.shape != shape || !seen.insert(n).second) continue;
+    if (n->op == OpKind::Matmul) return true;
+    if (!ir::is_elementwise(n->op)) continue;
+    for (const Value* u : n->operands) stack.push_back(u);
+  }
+  return false;
+}
+
 // The views from a matmul operand down to the tensor it reads.
 void operand_views(const Value* v, std::set<const Node*>& nodes) {
   while (v->producer && is_view(*v->producer)) {
@@ -117,12 +133,15 @@ std::optional<AttentionPattern> match_attention(const Node& pv) {
       std::set<const Node*> side;
       if (memory_free(u, side)) {
         p.nodes.insert(side.begin(), side.end());
+        for (const Node* m : side)
+          if (ir::is_elementwise(m->op)) p.mask_nodes.insert(m);
         continue;
       }
-      operand_views(u, p.nodes);  // a bias read through views: folded into its load
-      const Node* w = u->producer;
-      if (!w || is_view(*w)) continue;
-      if (chain) return std::nullopt;  // two computed operands: a bias another kernel writes
+      if (!reaches_matmul(u, x->type.shape)) {  // a bias: loaded, through its views
+        operand_views(u, p.nodes);
+        continue;
+      }
+      if (chain) return std::nullopt;  // both operands come from products
       chain = u;
     }
     if (!chain) return std::nullopt;

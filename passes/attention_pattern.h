@@ -23,6 +23,9 @@ struct AttentionPattern {
   // their strides, the score ops and what they read that needs no memory (constants,
   // iota and element-wise ops on those), and the softmax.
   std::set<const ir::Node*> nodes;
+  // The element-wise ops among them that read no memory and no product (a mask made
+  // from iota and compares): CSE may share them with another pattern.
+  std::set<const ir::Node*> mask_nodes;
 };
 
 // The pattern ending at `pv`, or none.

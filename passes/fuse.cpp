@@ -484,6 +484,7 @@ public:
     auto before = snapshot(g);
     size_t groups_before = g.groups().size();
     g.clear_groups();
+    separate_attention_masks(g);
     Fuser(g).run();
     return snapshot(g) != before || g.groups().size() != groups_before;
   }

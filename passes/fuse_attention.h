@@ -16,4 +16,9 @@ namespace kiln::passes {
 // taken by a row group.
 std::vector<RowGroup> plan_attention_groups(const ir::Graph& g);
 
+// Gives every attention pattern its own copy of the mask ops it shares with another
+// (CSE merges the identical causal masks of a model's layers into one), so that each
+// can be one kernel: a mask costs no memory, only a few ops per score.
+void separate_attention_masks(ir::Graph& g);
+
 }  // namespace kiln::passes
