@@ -76,8 +76,8 @@ $PROLOGUE_COMMIT
   float o[$D / 8][4];       // its output rows: fp32 accumulators, one per 8 of D
 #pragma unroll
   for (int c = 0; c < $D / 8; ++c) o[c][0] = o[c][1] = o[c][2] = o[c][3] = 0.0f;
-  // Per row (g and g + 8): the running max of the scores (log2 units) and this lane's
-  // part of the running sum of their exponentials.
+  // Per row (g and g + 8): the running max of the scores and this lane's part of the
+  // running sum of their exponentials.
   float row_max[2] = {__int_as_float(0xff800000), __int_as_float(0xff800000)}, row_sum[2] = {0.0f, 0.0f};
   const int row0 = q0 + warp * 16 + (lane >> 2);
 
@@ -114,7 +114,7 @@ $PROLOGUE_COMMIT
         $MMA(s[2 * nj + 1], qf[kk], b[2], b[3]);
       }
 
-    // Scores in log2 units; keys past the end$CAUSAL_NOTE are -inf.
+    // The scores$SCORE_NOTE; keys past the end$CAUSAL_NOTE are -inf.
     const int kv0 = t * $BC;
     const bool edge = $EDGE;
 #pragma unroll
@@ -136,14 +136,16 @@ $PROLOGUE_COMMIT
       for (int n = 0; n < $BC / 8; ++n) m = fmaxf(m, fmaxf(s[n][2 * h], s[n][2 * h + 1]));
       m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
       m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
-      const float base = m == __int_as_float(0xff800000) ? 0.0f : m;  // a row with no key yet: exponentials of -inf are 0
-      const float rescale = kiln_exp2(row_max[h] - base);
+      // exp(x - max) = 2^(x c - max c): one FFMA feeds the exp unit. A row with no key
+      // yet takes 0 as its max, so that exponentials of -inf are 0, never NaN.
+      const float base = m == __int_as_float(0xff800000) ? 0.0f : m * $LOG2_SCALE;
+      const float rescale = kiln_exp2(fmaf(row_max[h], $LOG2_SCALE, -base));
       row_max[h] = m;
       float sum = 0.0f;
 #pragma unroll
       for (int n = 0; n < $BC / 8; ++n) {
-        s[n][2 * h] = kiln_exp2(s[n][2 * h] - base);
-        s[n][2 * h + 1] = kiln_exp2(s[n][2 * h + 1] - base);
+        s[n][2 * h] = kiln_exp2(fmaf(s[n][2 * h], $LOG2_SCALE, -base));
+        s[n][2 * h + 1] = kiln_exp2(fmaf(s[n][2 * h + 1], $LOG2_SCALE, -base));
         sum += s[n][2 * h] + s[n][2 * h + 1];
       }
       row_sum[h] = row_sum[h] * rescale + sum;
@@ -269,12 +271,14 @@ std::string emit_attention(const ir::Kernel& k) {
   for (size_t i = 0; i < k.args.size(); ++i)
     if (!k.args[i].is_output && !ir::attention_operand(k, static_cast<int>(i))) score_args.push_back(params[i]);
   std::string score;
+  // The plain score stays q . k: the scale joins log2 e in the exponent's FFMA (a
+  // positive scale keeps the max where it was).
   if (plain) {
-    score = "s[n][r] * " + literal(a.scale * kLog2e);
+    score = "s[n][r]";
   } else {
-    score = fmt::format("(i < {} && j < {}) ? {}_score(s[n][r] * {}, batch, i, j{}{}) * {} : __int_as_float(0xff800000)", a.sq, a.skv,
-                        k.name, literal(a.scale), score_args.empty() ? "" : ", ", fmt::join(score_args, ", "),
-                        literal(kLog2e));
+    score = fmt::format("(i < {} && j < {}) ? {}_score(s[n][r] * {}, batch, i, j{}{}) : __int_as_float(0xff800000)",
+                        a.sq, a.skv, k.name, literal(a.scale), score_args.empty() ? "" : ", ",
+                        fmt::join(score_args, ", "));
   }
   const int row_bytes = static_cast<int>(a.d) * 2;
   std::map<std::string, std::string> v{
@@ -316,6 +320,8 @@ std::string emit_attention(const ir::Kernel& k) {
                         : fmt::format("kv0 + {} > {}", c.bc, a.skv)},
       {"MASKED", a.causal ? fmt::format("j >= {} || j > i", a.skv) : fmt::format("j >= {}", a.skv)},
       {"SCORE", score},
+      {"SCORE_NOTE", plain ? " (q . k, scaled in the exponent)" : " (the fused score ops on the scaled q . k)"},
+      {"LOG2_SCALE", literal((plain ? a.scale : 1.0) * kLog2e)},
   };
   return header(k) + substitute(kKernel, v);
 }
