@@ -109,6 +109,37 @@ TEST(AttentionFuse, ABiasIsLoadedInTheBody) {
   EXPECT_TRUE(test::contains(text, "= add %0, ")) << text;
 }
 
+TEST(AttentionFuse, ABiasAnotherKernelComputesIsLoaded) {
+  kiln::Graph g("computed_bias");
+  auto q = g.input("q", DType::f16, {2, 64, 64});
+  auto k = g.input("k", DType::f16, {2, 64, 64});
+  auto v = g.input("v", DType::f16, {2, 64, 64});
+  auto mask = g.input("mask", DType::f32, {64, 64});
+  auto bias = kiln::cast(mask * 2.0, DType::f16);  // computed: written by a pointwise kernel first
+  g.output(kiln::matmul(kiln::softmax(kiln::matmul(q, k, false, true) * 0.125 + bias), v));
+  const passes::Plan p = lowered(g.ir());
+  ASSERT_EQ(p.kernels.size(), 2u);
+  EXPECT_EQ(p.kernels[0].kind, ir::KernelKind::Pointwise);
+  EXPECT_EQ(p.kernels[1].kind, ir::KernelKind::Attention);
+  EXPECT_TRUE(test::contains(ir::print(p.kernels[1]), "= load %")) << ir::print(p.kernels[1]);
+}
+
+TEST(AttentionFuse, LayersSharingOneCausalMaskAreEachOneKernel) {
+  // CSE merges the two layers' identical masks; each layer gets its own copy back.
+  kiln::Graph g("two_layers");
+  auto q = g.input("q", DType::f16, {2, 4, 96, 64});
+  auto k = g.input("k", DType::f16, {2, 4, 96, 64});
+  auto v = g.input("v", DType::f16, {2, 4, 96, 64});
+  auto first = kiln::attention(q, k, v, 0.125, true);
+  g.output(kiln::attention(first, k, v, 0.125, true));
+  const passes::Plan p = lowered(g.ir());
+  ASSERT_EQ(p.kernels.size(), 2u);
+  for (const ir::Kernel& kernel : p.kernels) {
+    EXPECT_EQ(kernel.kind, ir::KernelKind::Attention);
+    EXPECT_TRUE(kernel.attention.causal);
+  }
+}
+
 TEST(AttentionFuse, TextWithATransposedKeyViewMatches) {
   ir::Graph g = ir::parse(R"(func @t(%q: f16[4,32,64], %k: f16[4,48,64], %v: f16[4,48,64]) -> (f16[4,32,64]) {
   %kt = transpose %k {perm = [0, 2, 1]} : f16[4,64,48]
