@@ -47,7 +47,7 @@ static __device__ __forceinline__ void $NAME_load_tile(unsigned tile, const $T* 
 }
 
 $SCORE_FUNCTION
-extern "C" __global__ void __launch_bounds__($THREADS) $NAME($PARAMS) {
+extern "C" __global__ void __launch_bounds__($THREADS, 1) $NAME($PARAMS) {
   extern __shared__ __align__(128) unsigned char kiln_smem[];
   const unsigned smem = (unsigned)__cvta_generic_to_shared(kiln_smem);
   const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
@@ -79,7 +79,8 @@ $PROLOGUE_COMMIT
   // Per row (g and g + 8): the running max of the scores and this lane's part of the
   // running sum of their exponentials.
   float row_max[2] = {__int_as_float(0xff800000), __int_as_float(0xff800000)}, row_sum[2] = {0.0f, 0.0f};
-  const int row0 = q0 + warp * 16 + (lane >> 2);
+  [[maybe_unused]] const int row0 = q0 + warp * 16 + (lane >> 2);  // this lane's first row (g; the other is g + 8)
+  const int last_key[2] = {$LAST_KEY0, $LAST_KEY1};  // the last key rows g and g + 8 see
 
   for (int t = 0; t < tiles; ++t) {
     // Start the tile $AHEAD ahead into the buffer that tile t - 1 freed; wait for tile t.
@@ -116,16 +117,13 @@ $PROLOGUE_COMMIT
 
     // The scores$SCORE_NOTE; keys past the end$CAUSAL_NOTE are -inf.
     const int kv0 = t * $BC;
-    const bool edge = $EDGE;
+$SCORE_LOOP    if ($EDGE) {
 #pragma unroll
-    for (int n = 0; n < $BC / 8; ++n)
+      for (int n = 0; n < $BC / 8; ++n)
 #pragma unroll
-      for (int r = 0; r < 4; ++r) {
-        [[maybe_unused]] const int i = row0 + (r >> 1) * 8, j = kv0 + n * 8 + (lane & 3) * 2 + (r & 1);
-        float x = $SCORE;
-        if (edge && ($MASKED)) x = __int_as_float(0xff800000);
-        s[n][r] = x;
-      }
+        for (int r = 0; r < 4; ++r)
+          if (kv0 + n * 8 + (lane & 3) * 2 + (r & 1) > last_key[r >> 1]) s[n][r] = __int_as_float(0xff800000);
+    }
 
     // Online softmax: the rows' new max (over the 4 lanes that hold each row), the
     // exponentials against it, and the rescale of what the earlier tiles summed.
@@ -270,15 +268,19 @@ std::string emit_attention(const ir::Kernel& k) {
   std::vector<std::string> score_args;
   for (size_t i = 0; i < k.args.size(); ++i)
     if (!k.args[i].is_output && !ir::attention_operand(k, static_cast<int>(i))) score_args.push_back(params[i]);
-  std::string score;
   // The plain score stays q . k: the scale joins log2 e in the exponent's FFMA (a
-  // positive scale keeps the max where it was).
-  if (plain) {
-    score = "s[n][r]";
-  } else {
-    score = fmt::format("(i < {} && j < {}) ? {}_score(s[n][r] * {}, batch, i, j{}{}) : __int_as_float(0xff800000)",
-                        a.sq, a.skv, k.name, literal(a.scale), score_args.empty() ? "" : ", ",
-                        fmt::join(score_args, ", "));
+  // positive scale keeps the max where it was). Other scores run the score function
+  // on every element inside the matrices.
+  std::string score_loop;
+  if (!plain) {
+    score_loop = fmt::format(
+        "#pragma unroll\n    for (int n = 0; n < {bc} / 8; ++n)\n#pragma unroll\n      for (int r = 0; r < 4; ++r) {{\n"
+        "        const int i = row0 + (r >> 1) * 8, j = kv0 + n * 8 + (lane & 3) * 2 + (r & 1);\n"
+        "        s[n][r] = i < {sq} && j < {skv} ? {name}_score(s[n][r] * {scale}, batch, i, j{args}) "
+        ": __int_as_float(0xff800000);\n      }}\n",
+        fmt::arg("bc", c.bc), fmt::arg("sq", a.sq), fmt::arg("skv", a.skv), fmt::arg("name", k.name),
+        fmt::arg("scale", literal(a.scale)),
+        fmt::arg("args", score_args.empty() ? "" : ", " + fmt::format("{}", fmt::join(score_args, ", "))));
   }
   const int row_bytes = static_cast<int>(a.d) * 2;
   std::map<std::string, std::string> v{
@@ -318,8 +320,9 @@ std::string emit_attention(const ir::Kernel& k) {
       {"CAUSAL_NOTE", a.causal ? " and keys after the query" : ""},
       {"EDGE", a.causal ? fmt::format("kv0 + {} > {} || kv0 + {} > q0 + warp * 16", c.bc, a.skv, c.bc - 1)
                         : fmt::format("kv0 + {} > {}", c.bc, a.skv)},
-      {"MASKED", a.causal ? fmt::format("j >= {} || j > i", a.skv) : fmt::format("j >= {}", a.skv)},
-      {"SCORE", score},
+      {"LAST_KEY0", a.causal ? fmt::format("min(row0, {})", a.skv - 1) : std::to_string(a.skv - 1)},
+      {"LAST_KEY1", a.causal ? fmt::format("min(row0 + 8, {})", a.skv - 1) : std::to_string(a.skv - 1)},
+      {"SCORE_LOOP", score_loop},
       {"SCORE_NOTE", plain ? " (q . k, scaled in the exponent)" : " (the fused score ops on the scaled q . k)"},
       {"LOG2_SCALE", literal((plain ? a.scale : 1.0) * kLog2e)},
   };

@@ -67,7 +67,8 @@ TEST(AttentionCodegen, EveryCandidateCompilesWithoutSpills) {
     for (const ir::TileConfig& c : ir::candidates(k)) {
       ir::Kernel v = k;
       v.config = c;
-      EXPECT_EQ(compile_with_ptxas_report(v, "sm_90a").spill_bytes, 0) << "d " << d << " " << c.str();
+      const Resources r = compile_with_ptxas_report(v, "sm_90a");
+      EXPECT_EQ(r.spill_bytes, 0) << "d " << d << " " << c.str() << ": " << r.registers << " registers";
     }
   }
 }
