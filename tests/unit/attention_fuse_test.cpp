@@ -11,6 +11,7 @@
 #include "codegen_test_util.h"
 #include "frontend/kiln.h"
 #include "ir/error.h"
+#include "ir/interpreter.h"
 #include "ir/kernel.h"
 #include "ir/parser.h"
 #include "passes/lower.h"
@@ -177,6 +178,26 @@ TEST(AttentionShapeRule, BatchDimsBroadcast) {
     EXPECT_TRUE(test::contains(e.what(), "attention")) << e.what();
     EXPECT_TRUE(test::contains(e.what(), "do not broadcast")) << e.what();
   }
+}
+
+TEST(AttentionShapeRule, TheReferenceBroadcastsKeysAndValues) {
+  // One key head for three query heads reads as that head repeated three times, in the
+  // composite's reference and in its decomposition (broadcasting matmuls).
+  kiln::Graph shared = test::composite_attention(DType::f32, {{2, 3}, 5, 6, 4, {2, 1}}, true);
+  kiln::Graph repeated = test::composite_attention(DType::f32, {{2, 3}, 5, 6, 4}, true);
+  std::vector<HostTensor> in = ir::random_inputs(shared.ir(), 1);
+  std::vector<HostTensor> rep = {in[0], HostTensor(TensorType{DType::f32, {2, 3, 6, 4}}),
+                                 HostTensor(TensorType{DType::f32, {2, 3, 6, 4}})};
+  for (size_t t = 1; t < 3; ++t)
+    for (int64_t b = 0; b < 2; ++b)
+      for (int64_t h = 0; h < 3; ++h)
+        for (int64_t e = 0; e < 24; ++e) rep[t].values[static_cast<size_t>((b * 3 + h) * 24 + e)] = in[t].values[static_cast<size_t>(b * 24 + e)];
+  const HostTensor want = ir::evaluate(repeated.ir(), rep)[0];
+  EXPECT_EQ(ir::evaluate(shared.ir(), in)[0].values, want.values);
+  ir::Graph decomposed = shared.ir().clone();
+  passes::PassManager("decompose", {}).run(decomposed);
+  const HostTensor got = ir::evaluate(decomposed, in)[0];
+  for (size_t i = 0; i < want.values.size(); ++i) EXPECT_NEAR(got.values[i], want.values[i], 1e-5) << i;
 }
 
 TEST(AttentionFuse, AnUnsupportedHeadDimKeepsTheThreeKernels) {
