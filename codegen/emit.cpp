@@ -6,6 +6,7 @@
 
 #include <set>
 
+#include "codegen/attention_emitter.h"
 #include "codegen/col_reduce_emitter.h"
 #include "codegen/gemm_emitter.h"
 #include "codegen/gemm_helpers.h"
@@ -38,6 +39,7 @@ std::string emit_kernel(const ir::Kernel& k) {
     case ir::KernelKind::RowReduce: return emit_row_reduce(k);
     case ir::KernelKind::ColReduce: return emit_col_reduce(k);
     case ir::KernelKind::Gemm: return emit_gemm(k);
+    case ir::KernelKind::Attention: return emit_attention(k);
   }
   throw Error(fmt::format("kernel @{}: no emitter for kind {}", k.name, ir::kernel_kind_name(k.kind)));
 }
@@ -50,6 +52,7 @@ LaunchDims launch_dims(const ir::Kernel& k) {
     case ir::KernelKind::RowReduce: return row_reduce_launch_dims(k);
     case ir::KernelKind::ColReduce: return col_reduce_launch_dims(k);
     case ir::KernelKind::Gemm: return gemm_launch_dims(k);
+    case ir::KernelKind::Attention: return attention_launch_dims(k);
   }
   throw Error(fmt::format("kernel @{}: no launch rule for kind {}", k.name, ir::kernel_kind_name(k.kind)));
 }
@@ -72,7 +75,8 @@ std::string emit_cuda(const std::vector<ir::Kernel>& kernels) {
   s += "\n// N consecutive elements moved as one aligned access (16 bytes when sizeof(T) * N == 16).\n";
   s += "template <class T, int N> struct alignas(sizeof(T) * N) kiln_vec { T v[N]; };\n";
   std::string helpers =
-      helper_definitions(code) + gemm_helper_definitions(code) + gemm_wgmma_helper_definitions(code);
+      helper_definitions(code) + gemm_helper_definitions(code) + gemm_wgmma_helper_definitions(code) +
+      attention_helper_definitions(code);
   if (!helpers.empty()) s += "\n" + helpers;
   return s + code;
 }

@@ -118,23 +118,40 @@ std::vector<double> norm_values(const HostTensor& x, int axis, double eps, const
   return out;
 }
 
-// softmax(scale * q k^T) v per batch entry; with `causal`, query i sees keys j <= i
+// softmax(scale * q k^T) v per batch entry (q, k and v broadcast over the batch dims); with `causal`, query i sees keys j <= i
 // (top-left aligned, as PyTorch's is_causal). A row that sees no key gives zeros.
+// The first element of the matrix that output batch entry `bi` reads from a [batch..., rows,
+// cols] operand whose batch dims broadcast (numpy's rule) to `out_batch`.
+int64_t broadcast_matrix_offset(const Shape& operand, const Shape& out_batch, int64_t bi) {
+  const int r = static_cast<int>(operand.size());
+  const int64_t matrix = operand[r - 2] * operand[r - 1];
+  int64_t offset = 0, stride = matrix;
+  for (int d = static_cast<int>(out_batch.size()) - 1, od = r - 3; d >= 0; --d, --od) {
+    const int64_t index = bi % out_batch[d];
+    bi /= out_batch[d];
+    if (od < 0) continue;
+    if (operand[od] != 1) offset += index * stride;
+    stride *= operand[od];
+  }
+  return offset;
+}
+
 std::vector<double> attention_values(const HostTensor& q, const HostTensor& k, const HostTensor& v, double scale,
                                      bool causal, const Shape& out_shape) {
   const int r = q.type.rank();
   const int64_t sq = q.type.shape[r - 2], d = q.type.shape[r - 1];
   const int64_t sk = k.type.shape[r - 2], dv = v.type.shape[r - 1];
-  const int64_t batch = q.type.numel() / (sq * d);
+  const Shape out_batch(out_shape.begin(), out_shape.end() - 2);
+  const int64_t batch = numel(out_batch);
   std::vector<double> out(static_cast<size_t>(numel(out_shape)), 0.0);
   // One query row per piece of work: rows are independent, each with its own scores.
   parallel_for(batch * sq, sk * (d + dv), [&](int64_t begin, int64_t end) {
     std::vector<double> p(static_cast<size_t>(sk));
     for (int64_t query = begin; query < end; ++query) {
       const int64_t bi = query / sq, i = query % sq;
-      const double* qb = q.values.data() + bi * sq * d;
-      const double* kb = k.values.data() + bi * sk * d;
-      const double* vb = v.values.data() + bi * sk * dv;
+      const double* qb = q.values.data() + broadcast_matrix_offset(q.type.shape, out_batch, bi);
+      const double* kb = k.values.data() + broadcast_matrix_offset(k.type.shape, out_batch, bi);
+      const double* vb = v.values.data() + broadcast_matrix_offset(v.type.shape, out_batch, bi);
       const int64_t seen = causal ? std::min(i + 1, sk) : sk;
       double* row = out.data() + query * dv;
       if (seen == 0) continue;  // fully masked: zeros

@@ -20,6 +20,7 @@ std::string_view kernel_kind_name(KernelKind k) {
     case KernelKind::RowReduce: return "row_reduce";
     case KernelKind::ColReduce: return "col_reduce";
     case KernelKind::Gemm: return "gemm";
+    case KernelKind::Attention: return "attention";
   }
   return "?";
 }
@@ -124,6 +125,7 @@ void verify(const Kernel& k) {
   const size_t rank = space.size();
   if (k.kind == KernelKind::ColReduce) verify_col_space(k, fail);
   if (k.kind == KernelKind::Gemm) verify_gemm(k);
+  if (k.kind == KernelKind::Attention) verify_attention(k);
   std::set<std::string> names;
   for (size_t i = 0; i < k.args.size(); ++i) {
     const KernelArg& a = k.args[i];
@@ -131,6 +133,8 @@ void verify(const Kernel& k) {
     // A gemm's operands span their own [batch..., rows, cols]; verify_gemm checks them.
     if (k.kind == KernelKind::Gemm && (static_cast<int>(i) == k.gemm.a.arg || static_cast<int>(i) == k.gemm.b.arg))
       continue;
+    // An attention kernel's operands and output span their own spaces; verify_attention checks them.
+    if (k.kind == KernelKind::Attention && (a.is_output || attention_operand(k, static_cast<int>(i)))) continue;
     if (a.strides.size() != rank)
       fail(fmt::format("argument %{} has {} strides; the iteration space {} has rank {}", a.name, a.strides.size(),
                        shape_str(space), rank));
@@ -219,7 +223,8 @@ void verify(const Kernel& k) {
         if (op.coeffs.size() != rank) fail(where + ": an index needs one coefficient per iteration dim");
         break;
       case ScalarKind::Acc:
-        if (k.kind != KernelKind::Gemm) fail(where + ": only a gemm kernel has an accumulator to read");
+        if (k.kind != KernelKind::Gemm && k.kind != KernelKind::Attention)
+          fail(where + ": only a gemm or attention kernel has an accumulator to read");
         break;
       case ScalarKind::Op:
         if (!is_elementwise(op.op)) fail(fmt::format("{}: {} is not an element-wise op", where, op_name(op.op)));
@@ -250,7 +255,7 @@ void verify(const Kernel& k) {
     }
   }
   for (size_t i = 0; i < k.args.size(); ++i)
-    if (k.args[i].is_output && stores[i] != 1)
+    if (k.args[i].is_output && stores[i] != 1 && k.kind != KernelKind::Attention)
       fail(fmt::format("output %{} is stored {} times; it must be stored once", k.args[i].name, stores[i]));
 }
 
@@ -304,8 +309,9 @@ std::string print(const Kernel& k) {
   std::string out = fmt::format("kernel @{} {}(", k.name, kernel_kind_name(k.kind));
   for (size_t i = 0; i < k.args.size(); ++i) {
     // A gemm's operands print their layout on the matmul line instead.
-    const bool operand = k.kind == KernelKind::Gemm && (static_cast<int>(i) == k.gemm.a.arg ||
-                                                        static_cast<int>(i) == k.gemm.b.arg);
+    const bool operand = (k.kind == KernelKind::Gemm && (static_cast<int>(i) == k.gemm.a.arg ||
+                                                         static_cast<int>(i) == k.gemm.b.arg)) ||
+                         (k.kind == KernelKind::Attention && attention_operand(k, static_cast<int>(i)));
     const KernelArg& a = k.args[i];
     out += (i ? ", " : "") + (operand ? fmt::format("%{}: {}", a.name, a.type.str()) : arg_str(a, space));
   }
@@ -313,7 +319,9 @@ std::string print(const Kernel& k) {
   if (k.kind == KernelKind::RowReduce) out += " rows " + ints_str(space);
   if (k.kind == KernelKind::ColReduce) out += " space " + ints_str(space) + " reduce " + ints_str(k.reduced_axes);
   if (k.kind == KernelKind::Gemm) out += "\n    " + gemm_core_str(k);
-  if (k.config != TileConfig{}) out += (k.kind == KernelKind::Gemm ? "\n    config " : " config ") + k.config.str();
+  if (k.kind == KernelKind::Attention) out += "\n    " + attention_core_str(k);
+  const bool tensor_core = k.kind == KernelKind::Gemm || k.kind == KernelKind::Attention;
+  if (k.config != TileConfig{}) out += (tensor_core ? "\n    config " : " config ") + k.config.str();
   out += " {\n";
   for (size_t id = 0; id < k.body.size(); ++id) out += "  " + print_scalar_op(k, k.body[id], id) + "\n";
   return out + "}\n";

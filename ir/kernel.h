@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "ir/attrs.h"
+#include "ir/kernel_attention.h"
 #include "ir/kernel_gemm.h"
 #include "ir/ops.h"
 #include "ir/shape.h"
@@ -24,8 +25,8 @@
 namespace kiln::ir {
 
 // Kinds get a row here when their emitter exists.
-enum class KernelKind : uint8_t { Pointwise, RowReduce, ColReduce, Gemm };
-// "pointwise", "row_reduce", "col_reduce", "gemm": as in the graph's kernel blocks.
+enum class KernelKind : uint8_t { Pointwise, RowReduce, ColReduce, Gemm, Attention };
+// "pointwise", "row_reduce", "col_reduce", "gemm", "attention": as in the graph's kernel blocks.
 std::string_view kernel_kind_name(KernelKind k);
 
 // A tensor the kernel reads or writes. The iteration space of a pointwise kernel is
@@ -54,7 +55,8 @@ enum class ScalarKind : uint8_t {
   // phase 1). The emitter runs the phases in order over the row.
   Reduce,
   // Gemm kernels: the accumulator at the current output element, as the matmul's
-  // value (`dtype`, its result type: the fp32 sum rounded to it).
+  // value (`dtype`, its result type: the fp32 sum rounded to it). Attention kernels:
+  // the scaled product q . k at the current score element, in fp32.
   Acc,
 };
 
@@ -88,6 +90,9 @@ struct Kernel {
   std::vector<int64_t> reduced_axes;
   // Gemm kernels: the product (see kernel_gemm.h); the body is its epilogue.
   GemmCore gemm;
+  // Attention kernels (see kernel_attention.h): row_space is the score space and the
+  // body computes the score.
+  AttentionCore attention;
 
   // Appends an op and returns its id.
   int add(ScalarOp op) {

@@ -160,13 +160,19 @@ TensorType infer_composite(OpKind k, const std::vector<TensorType>& in, const At
       fail(k, in, "q, k, v must have rank >= 2 ([..., S, D])");
     if (q.rank() != kk.rank() || q.rank() != v.rank()) fail(k, in, "q, k and v must have the same rank");
     int r = q.rank();
-    for (int i = 0; i < r - 2; ++i)
-      if (q.shape[i] != kk.shape[i] || q.shape[i] != v.shape[i])
-        fail(k, in, "q, k and v must have the same batch dimensions");
+    // Batch dims broadcast as numpy's do: k and v of size 1 where a group of query heads
+    // shares them (grouped-query attention).
+    Shape bq(q.shape.begin(), q.shape.end() - 2), bk(kk.shape.begin(), kk.shape.end() - 2),
+        bv(v.shape.begin(), v.shape.end() - 2);
+    auto qk_batch = broadcast_shapes(bq, bk);
+    auto batch = qk_batch ? broadcast_shapes(*qk_batch, bv) : std::nullopt;
+    if (!batch)
+      fail(k, in, "the batch dimensions of q, k and v do not broadcast");
     if (q.shape[r - 1] != kk.shape[r - 1]) fail(k, in, "q and k must have the same head dimension D");
     if (kk.shape[r - 2] != v.shape[r - 2]) fail(k, in, "k and v must have the same sequence length");
-    Shape out = q.shape;
-    out[r - 1] = v.shape[r - 1];
+    Shape out = *batch;
+    out.push_back(q.shape[r - 2]);
+    out.push_back(v.shape[r - 1]);
     return {q.dtype, out};
   }
   auto axis = normalize_axis(attrs.get_int("axis"), x.rank());

@@ -42,6 +42,9 @@ constexpr Field kFields[] = {
     {"stages", &TileConfig::stages},
     {"group", &TileConfig::group},
     {"split_k", &TileConfig::split_k},
+    {"br", &TileConfig::br},
+    {"bc", &TileConfig::bc},
+    {"warps", &TileConfig::warps},
 };
 
 constexpr std::string_view kScheduleNames[] = {"", "mma_sync", "simt", "wgmma"};
@@ -115,6 +118,7 @@ void validate(const Kernel& k, const TileConfig& c) {
     case KernelKind::RowReduce: return validate_row_reduce(k, c);
     case KernelKind::ColReduce: return validate_col_reduce(k, c);
     case KernelKind::Gemm: return validate_gemm(k, c);
+    case KernelKind::Attention: return validate_attention(k, c);
   }
   no_rules(k);
 }
@@ -125,6 +129,7 @@ std::vector<TileConfig> candidates(const Kernel& k) {
     case KernelKind::RowReduce: return row_reduce_candidates(k);
     case KernelKind::ColReduce: return col_reduce_candidates(k);
     case KernelKind::Gemm: return gemm_candidates(k);
+    case KernelKind::Attention: return attention_candidates(k);
   }
   no_rules(k);
 }
@@ -135,6 +140,7 @@ TileConfig heuristic(const Kernel& k) {
     case KernelKind::RowReduce: return row_reduce_heuristic(k);
     case KernelKind::ColReduce: return col_reduce_heuristic(k);
     case KernelKind::Gemm: return gemm_heuristic(k);
+    case KernelKind::Attention: return attention_heuristic(k);
   }
   no_rules(k);
 }

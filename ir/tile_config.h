@@ -67,8 +67,14 @@ struct TileConfig {
   int group = 0;
   int split_k = 0;
 
-  // The kinds to come add their fields here, next to the ones above:
-  //   attention: Br, Bc, warps, pipeline stages
+  // Attention (`schedule` and `stages` as for GEMM): a block owns `br` query rows of one
+  // batch entry, `warps` warps of br / warps rows each, and streams the keys and values
+  // `bc` rows at a time through `stages` shared-memory tiles.
+  int br = 0;
+  int bc = 0;
+  int warps = 0;
+
+  // The kinds to come add their fields here, next to the ones above.
 
   bool operator==(const TileConfig&) const = default;
   // "{threads = 256, elems = 8, vec = 8}": the fields that are set, in this order.
@@ -84,6 +90,17 @@ struct TileConfig {
 // (wgmma, sm_90a) on tiles that the copy engine (TMA) loads. Printed by name.
 enum GemmSchedule : int { kNoSchedule = 0, kMmaSync = 1, kSimt = 2, kWgmma = 3 };
 std::string_view gemm_schedule_name(int schedule);  // "mma_sync", "simt", "wgmma"
+
+// The attention kind's rules (ir/tile_config_attention.cpp).
+void validate_attention(const Kernel& k, const TileConfig& config);
+std::vector<TileConfig> attention_candidates(const Kernel& k);
+TileConfig attention_heuristic(const Kernel& k);
+// Why no attention config fits the kernel (an unsupported head dim or layout); empty
+// when one does. The fuse pass keeps the graph's other kernels where this is not empty.
+std::string attention_unsupported(const Kernel& k);
+int attention_threads(const TileConfig& config);
+// Dynamic shared memory: the query tile and `stages` key and value tiles.
+int64_t attention_shared_bytes(const Kernel& k, const TileConfig& config);
 
 // The H200's streaming multiprocessors: what "fill the GPU several times" counts.
 inline constexpr int kTargetSMs = 132;

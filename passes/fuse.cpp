@@ -1,5 +1,6 @@
-// The `fuse` pass: reductions become row_reduce and col_reduce groups with their
-// prologue and epilogue (planned first, see fuse_reduce.h), matmuls become gemm groups
+// The `fuse` pass: attention patterns become attention groups (fuse_attention.h, planned
+// first), reductions become row_reduce and col_reduce groups with their
+// prologue and epilogue (planned next, see fuse_reduce.h), matmuls become gemm groups
 // with their operands' views and prologues and their epilogue (fuse_gemm.h); the
 // remaining element-wise chains become pointwise kernel groups.
 //
@@ -27,6 +28,7 @@
 #include <unordered_set>
 
 #include "ir/error.h"
+#include "passes/fuse_attention.h"
 #include "passes/fuse_gemm.h"
 #include "passes/fuse_reduce.h"
 #include "passes/fusion_limits.h"
@@ -62,7 +64,8 @@ constexpr int kMaxRecomputedOps = 16;
 
 class Fuser {
 public:
-  explicit Fuser(ir::Graph& g) : g_(g), rows_(plan_row_groups(g)), max_ops_(max_fused_ops()) {
+  explicit Fuser(ir::Graph& g) : g_(g), rows_(plan_attention_groups(g)), max_ops_(max_fused_ops()) {
+    for (RowGroup& grp : plan_row_groups(g, rows_)) rows_.push_back(std::move(grp));
     for (RowGroup& grp : plan_gemm_groups(g, rows_)) rows_.push_back(std::move(grp));
     auto nodes = g.nodes();
     for (size_t i = 0; i < nodes.size(); ++i) position_[nodes[i]] = static_cast<int>(i);
@@ -481,6 +484,7 @@ public:
     auto before = snapshot(g);
     size_t groups_before = g.groups().size();
     g.clear_groups();
+    separate_attention_masks(g);
     Fuser(g).run();
     return snapshot(g) != before || g.groups().size() != groups_before;
   }

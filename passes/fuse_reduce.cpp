@@ -126,7 +126,10 @@ bool long_full_reduction(const Node& n) {
 
 class RowGrouper {
 public:
-  explicit RowGrouper(const ir::Graph& g) : nodes_(g.nodes()), users_(g.users()) {
+  RowGrouper(const ir::Graph& g, const std::vector<RowGroup>& planned) : nodes_(g.nodes()), users_(g.users()) {
+    for (const RowGroup& grp : planned)
+      for (const Node* n : grp.nodes)
+        if (!is_free_node(*n)) taken_.insert(n);
     std::unordered_set<const Value*> needed(g.outputs().begin(), g.outputs().end());
     for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it) {
       if (!needed.count((*it)->result)) continue;
@@ -315,6 +318,8 @@ private:
 
 }  // namespace
 
-std::vector<RowGroup> plan_row_groups(const ir::Graph& g) { return RowGrouper(g).run(); }
+std::vector<RowGroup> plan_row_groups(const ir::Graph& g, const std::vector<RowGroup>& planned) {
+  return RowGrouper(g, planned).run();
+}
 
 }  // namespace kiln::passes

@@ -25,7 +25,8 @@ struct RowGroup {
 // reduction, then the col-reduce groups likewise. A node that computes (element-wise op or reduction) joins at most one
 // group; constants and views may appear in several (fuse copies them). Every group
 // passes build_row_reduce and reads nothing that depends on what it computes.
-std::vector<RowGroup> plan_row_groups(const ir::Graph& g);
+// Nodes that `planned` groups compute are left to them.
+std::vector<RowGroup> plan_row_groups(const ir::Graph& g, const std::vector<RowGroup>& planned = {});
 
 // Whether a node is free to copy (a constant, iota or view).
 bool is_free_node(const ir::Node& n);

@@ -10,6 +10,7 @@
 
 #include "ir/error.h"
 #include "ir/printer.h"
+#include "passes/lower_attention.h"
 #include "passes/lower_gemm.h"
 #include "passes/lower_group.h"
 
@@ -31,6 +32,7 @@ constexpr KindLowering kLowerings[] = {
     {"row_reduce", lower_row_reduce_group},
     {"col_reduce", lower_col_reduce_group},
     {"gemm", lower_gemm_group},
+    {"attention", lower_attention_group},
 };
 
 }  // namespace

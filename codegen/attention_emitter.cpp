@@ -1,0 +1,355 @@
+// The attention emitter (see attention_emitter.h). The kernel is one template whose
+// $NAMES are filled from the kernel IR and its config; fragment layouts (PTX ISA, mma
+// m16n8k16): with g = lane / 4 and t = lane % 4, an fp32 accumulator holds rows g and
+// g + 8 at columns 2t and 2t + 1; an A fragment holds rows g and g + 8 at K columns 2t,
+// 2t + 1 (a[0], a[1]) and 2t + 8, 2t + 9 (a[2], a[3]), so the scores of two n8 tiles
+// are, packed in pairs, the A fragment of the next product over those 16 keys.
+#include "codegen/attention_emitter.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iterator>
+#include <map>
+
+#include "codegen/gemm_common.h"
+#include "codegen/kernel_params.h"
+#include "codegen/scalar_emit.h"
+#include "ir/error.h"
+
+namespace kiln::codegen {
+
+namespace {
+
+constexpr double kLog2e = 1.4426950408889634;
+
+// Shared memory: the query tile, then `stages` pairs of key and value tiles; every tile
+// is rows of D elements in 16-byte chunks whose order in each 128-byte line is XORed
+// with row % 8, so that ldmatrix's eight rows and the copies' stores hit distinct banks.
+constexpr const char* kKernel = R"(// Byte offset of 16-byte chunk `chunk` of row `row` in a swizzled tile.
+static __device__ __forceinline__ unsigned $NAME_chunk(int row, int chunk) {
+  return (unsigned)(row * $ROW_BYTES + ((chunk ^ (row & 7)) << 4));
+}
+
+// Rows [row0, row0 + ROWS) of a [rows, $D] matrix with rows `ld` elements apart into the
+// tile at `tile`, as 16-byte cp.async copies; rows past the end are zeros.
+template <int ROWS>
+static __device__ __forceinline__ void $NAME_load_tile(unsigned tile, const $T* __restrict__ src, int row0, int rows,
+                                                      long long ld) {
+#pragma unroll
+  for (int it = 0; it < ROWS * $CHUNKS / $THREADS; ++it) {
+    const int c = (int)threadIdx.x + it * $THREADS;
+    const int r = c / $CHUNKS, chunk = c % $CHUNKS;
+    const bool inside = row0 + r < rows;
+    const $T* from = src + (inside ? (long long)(row0 + r) * ld + chunk * 8 : 0ll);
+    kiln_copy_async16_zfill(tile + $NAME_chunk(r, chunk), from, inside ? 16u : 0u);
+  }
+}
+
+$SCORE_FUNCTION
+extern "C" __global__ void __launch_bounds__($THREADS, 1) $NAME($PARAMS) {
+  extern __shared__ __align__(128) unsigned char kiln_smem[];
+  const unsigned smem = (unsigned)__cvta_generic_to_shared(kiln_smem);
+  const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
+  const int q0 = ($TILE_ORDER) * $BR;
+  const unsigned batch = blockIdx.y;
+  const $T* __restrict__ qb = $Q + ($Q_OFFSET);
+  const $T* __restrict__ kb = $K + ($K_OFFSET);
+  const $T* __restrict__ vb = $V + ($V_OFFSET);
+  // The key tiles this block needs: all of them, or up to its last row's diagonal.
+  const int kv_end = $KV_END;
+  const int tiles = (kv_end + $BC - 1) / $BC;
+
+  // Prologue: the query tile and the first $AHEAD key and value tiles, one group each
+  // (the query tile goes with the first).
+  $NAME_load_tile<$BR>(smem, qb, q0, $SQ, $Q_LD);
+#pragma unroll
+  for (int t = 0; t < $AHEAD; ++t) {
+    if (t < tiles) {
+      $NAME_load_tile<$BC>(smem + $Q_BYTES + t * $STAGE_BYTES, kb, t * $BC, $SKV, $K_LD);
+      $NAME_load_tile<$BC>(smem + $Q_BYTES + t * $STAGE_BYTES + $KV_BYTES, vb, t * $BC, $SKV, $V_LD);
+    }
+    kiln_copy_async_commit();
+  }
+$PROLOGUE_COMMIT
+  unsigned qf[$D / 16][4];  // this warp's 16 query rows as A fragments, one per 16 of D
+  float o[$D / 8][4];       // its output rows: fp32 accumulators, one per 8 of D
+#pragma unroll
+  for (int c = 0; c < $D / 8; ++c) o[c][0] = o[c][1] = o[c][2] = o[c][3] = 0.0f;
+  // Per row (g and g + 8): the running max of the scores and this lane's part of the
+  // running sum of their exponentials.
+  float row_max[2] = {__int_as_float(0xff800000), __int_as_float(0xff800000)}, row_sum[2] = {0.0f, 0.0f};
+  [[maybe_unused]] const int row0 = q0 + warp * 16 + (lane >> 2);  // this lane's first row (g; the other is g + 8)
+  const int last_key[2] = {$LAST_KEY0, $LAST_KEY1};  // the last key rows g and g + 8 see
+
+  for (int t = 0; t < tiles; ++t) {
+    // Start the tile $AHEAD ahead into the buffer that tile t - 1 freed; wait for tile t.
+    const int ahead = t + $AHEAD;
+    if (ahead < tiles) {
+      const unsigned stage = smem + $Q_BYTES + (ahead % $STAGES) * $STAGE_BYTES;
+      $NAME_load_tile<$BC>(stage, kb, ahead * $BC, $SKV, $K_LD);
+      $NAME_load_tile<$BC>(stage + $KV_BYTES, vb, ahead * $BC, $SKV, $V_LD);
+    }
+    kiln_copy_async_commit();
+    kiln_copy_async_wait_group<$AHEAD>();
+    __syncthreads();
+    if (t == 0) {
+#pragma unroll
+      for (int kk = 0; kk < $D / 16; ++kk)
+        kiln_ldmatrix_x4(qf[kk], smem + $NAME_chunk(warp * 16 + (lane & 15), kk * 2 + (lane >> 4)));
+    }
+    const unsigned k_tile = smem + $Q_BYTES + (t % $STAGES) * $STAGE_BYTES;
+    const unsigned v_tile = k_tile + $KV_BYTES;
+
+    // S = Q K^T: 16 x $BC scores a warp, as n8 accumulators.
+    float s[$BC / 8][4];
+#pragma unroll
+    for (int n = 0; n < $BC / 8; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
+#pragma unroll
+    for (int kk = 0; kk < $D / 16; ++kk)
+#pragma unroll
+      for (int nj = 0; nj < $BC / 16; ++nj) {
+        unsigned b[4];  // keys nj * 16 + 0..7 and 8..15, D columns kk * 16 + 0..7 and 8..15
+        kiln_ldmatrix_x4(b, k_tile + $NAME_chunk(nj * 16 + (lane & 7) + ((lane >> 4) << 3), kk * 2 + ((lane >> 3) & 1)));
+        $MMA(s[2 * nj], qf[kk], b[0], b[1]);
+        $MMA(s[2 * nj + 1], qf[kk], b[2], b[3]);
+      }
+
+    // The scores$SCORE_NOTE; keys past the end$CAUSAL_NOTE are -inf.
+    const int kv0 = t * $BC;
+$SCORE_LOOP    if ($EDGE) {
+#pragma unroll
+      for (int n = 0; n < $BC / 8; ++n)
+#pragma unroll
+        for (int r = 0; r < 4; ++r)
+          if (kv0 + n * 8 + (lane & 3) * 2 + (r & 1) > last_key[r >> 1]) s[n][r] = __int_as_float(0xff800000);
+    }
+
+    // Online softmax: the rows' new max (over the 4 lanes that hold each row), the
+    // exponentials against it, and the rescale of what the earlier tiles summed.
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float m = row_max[h];
+#pragma unroll
+      for (int n = 0; n < $BC / 8; ++n) m = fmaxf(m, fmaxf(s[n][2 * h], s[n][2 * h + 1]));
+      m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+      m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+      // exp(x - max) = 2^(x c - max c): one FFMA feeds the exp unit. A row with no key
+      // yet takes 0 as its max, so that exponentials of -inf are 0, never NaN.
+      const float base = m == __int_as_float(0xff800000) ? 0.0f : m * $LOG2_SCALE;
+      const float rescale = kiln_exp2(fmaf(row_max[h], $LOG2_SCALE, -base));
+      row_max[h] = m;
+      float sum = 0.0f;
+#pragma unroll
+      for (int n = 0; n < $BC / 8; ++n) {
+        s[n][2 * h] = kiln_exp2(fmaf(s[n][2 * h], $LOG2_SCALE, -base));
+        s[n][2 * h + 1] = kiln_exp2(fmaf(s[n][2 * h + 1], $LOG2_SCALE, -base));
+        sum += s[n][2 * h] + s[n][2 * h + 1];
+      }
+      row_sum[h] = row_sum[h] * rescale + sum;
+#pragma unroll
+      for (int c = 0; c < $D / 8; ++c) {
+        o[c][2 * h] *= rescale;
+        o[c][2 * h + 1] *= rescale;
+      }
+    }
+
+    // O += P V: P straight from the score registers as A fragments, V through ldmatrix.trans.
+#pragma unroll
+    for (int kk = 0; kk < $BC / 16; ++kk) {
+      const unsigned p[4] = {$PACK(s[2 * kk][0], s[2 * kk][1]), $PACK(s[2 * kk][2], s[2 * kk][3]),
+                             $PACK(s[2 * kk + 1][0], s[2 * kk + 1][1]), $PACK(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+#pragma unroll
+      for (int dj = 0; dj < $D / 16; ++dj) {
+        unsigned b[4];  // keys kk * 16 + 0..15, D columns dj * 16 + 0..7 and 8..15
+        kiln_ldmatrix_x4_trans(b, v_tile + $NAME_chunk(kk * 16 + (lane & 7) + (((lane >> 3) & 1) << 3), dj * 2 + (lane >> 4)));
+        $MMA(o[2 * dj], p, b[0], b[1]);
+        $MMA(o[2 * dj + 1], p, b[2], b[3]);
+      }
+    }
+    __syncthreads();  // every warp is done with this buffer before a later tile's copies reuse it
+  }
+  kiln_copy_async_wait_group<0>();
+
+  // O / row sum (a row that saw no key gives zeros), through this warp's 16 rows of the
+  // query tile, which no other warp reads, then out as 16-byte stores.
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float l = row_sum[h];
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    const float inverse = l > 0.0f ? 1.0f / l : 0.0f;
+    const int r = warp * 16 + (lane >> 2) + h * 8;
+#pragma unroll
+    for (int c = 0; c < $D / 8; ++c)
+      *reinterpret_cast<unsigned*>(kiln_smem + $NAME_chunk(r, c) + (lane & 3) * 4) =
+          $PACK(o[c][2 * h] * inverse, o[c][2 * h + 1] * inverse);
+  }
+  __syncwarp();
+  $T* __restrict__ ob = $OUT + (long long)batch * $OUT_BATCH;
+#pragma unroll
+  for (int it = 0; it < 16 * $CHUNKS / 32; ++it) {
+    const int c = lane + it * 32;
+    const int r = c / $CHUNKS, chunk = c % $CHUNKS;
+    const int row = q0 + warp * 16 + r;
+    if (row < $SQ)
+      kiln_store16(ob + (long long)row * $D + chunk * 8,
+                   *reinterpret_cast<const uint4*>(kiln_smem + $NAME_chunk(warp * 16 + r, chunk)));
+  }
+}
+)";
+
+std::string substitute(std::string text, const std::map<std::string, std::string>& values) {
+  // Longest names first, so that $Q_BYTES is not read as $Q followed by _BYTES.
+  std::vector<std::pair<std::string, std::string>> order(values.begin(), values.end());
+  std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+  for (const auto& [key, value] : order) {
+    const std::string token = "$" + key;
+    for (size_t at = text.find(token); at != std::string::npos; at = text.find(token, at + value.size()))
+      text.replace(at, token.size(), value);
+  }
+  if (text.find('$') != std::string::npos)
+    throw Error(fmt::format("attention emitter: unfilled name near '{}'", text.substr(text.find('$'), 20)));
+  return text;
+}
+
+std::string literal(double v) { return fmt::format("{:.9g}f", v); }
+
+std::string header(const ir::Kernel& k) {
+  const ir::AttentionCore& a = k.attention;
+  const ir::TileConfig& c = k.config;
+  std::string s = fmt::format("\n// ---- kernel {}: attention {}{} queries x {} keys, head dim {}, {} products, fp32 "
+                              "softmax{} ----\n",
+                              k.name, a.batch.empty() ? "" : "batch " + shape_str(a.batch) + " of ", a.sq, a.skv, a.d,
+                              dtype_name(a.dtype), a.causal ? ", causal" : "");
+  s += "// Fuses:\n";
+  for (const std::string& line : k.fused_nodes) s += "//   " + line + "\n";
+  s += "// Config " + c.str() + ":\n";
+  s += fmt::format("//   a block owns {} query rows of one batch entry: {} warps x 16 rows, Q in registers as A "
+                   "fragments\n",
+                   c.br, c.warps);
+  s += fmt::format("//   K and V tiles of {} rows stream through {} swizzled shared-memory buffer{} (cp.async)\n", c.bc,
+                   c.stages, c.stages > 1 ? "s" : "");
+  s += fmt::format("//   S = Q K^T and O += P V on mma.sync m16n8k16 {} (fp32 sums); online softmax in registers "
+                   "(exp2, scale {} folded into log2 e)\n",
+                   dtype_name(a.dtype), ir::attr_value_str(ir::AttrValue{a.scale}));
+  if (!ir::attention_plain_score(k)) s += "//   score ops between the products: " + k.name + "_score\n";
+  if (a.causal) s += "//   causal: key tiles past a block's last diagonal skipped, the longest blocks first\n";
+  return s + "\n";
+}
+
+}  // namespace
+
+LaunchDims attention_launch_dims(const ir::Kernel& k) {
+  const ir::TileConfig& c = k.config;
+  if (c.br <= 0 || c.bc <= 0) throw Error(fmt::format("kernel @{} has no attention tile config", k.name));
+  LaunchDims d;
+  d.grid[0] = static_cast<unsigned>((k.attention.sq + c.br - 1) / c.br);
+  d.grid[1] = static_cast<unsigned>(ir::attention_batch_count(k.attention));
+  d.block[0] = static_cast<unsigned>(ir::attention_threads(c));
+  d.shared_bytes = static_cast<unsigned>(ir::attention_shared_bytes(k, c));
+  return d;
+}
+
+std::string emit_attention(const ir::Kernel& k) {
+  ir::verify(k);
+  ir::validate(k, k.config);
+  if (!is_c_identifier(k.name))
+    throw Error(fmt::format("kernel @{}: its name must be a C identifier to name a CUDA function", k.name));
+  const ir::AttentionCore& a = k.attention;
+  const ir::TileConfig& c = k.config;
+  const std::vector<std::string> params = param_names(k);
+  const bool plain = ir::attention_plain_score(k);
+  const bool bf16 = a.dtype == DType::bf16;
+  auto ld = [&](int arg) { return std::to_string(ir::attention_layout(k, arg).ld) + "ll"; };
+  auto offset = [&](int arg) {
+    return batch_offset_code(a.batch, ir::attention_layout(k, arg).batch_strides, "batch");
+  };
+  std::vector<std::string> score_args;
+  for (size_t i = 0; i < k.args.size(); ++i)
+    if (!k.args[i].is_output && !ir::attention_operand(k, static_cast<int>(i))) score_args.push_back(params[i]);
+  // The plain score stays q . k: the scale joins log2 e in the exponent's FFMA (a
+  // positive scale keeps the max where it was). Other scores run the score function
+  // on every element inside the matrices.
+  std::string score_loop;
+  if (!plain) {
+    score_loop = fmt::format(
+        "#pragma unroll\n    for (int n = 0; n < {bc} / 8; ++n)\n#pragma unroll\n      for (int r = 0; r < 4; ++r) {{\n"
+        "        const int i = row0 + (r >> 1) * 8, j = kv0 + n * 8 + (lane & 3) * 2 + (r & 1);\n"
+        "        s[n][r] = i < {sq} && j < {skv} ? {name}_score(s[n][r] * {scale}, batch, i, j{args}) "
+        ": __int_as_float(0xff800000);\n      }}\n",
+        fmt::arg("bc", c.bc), fmt::arg("sq", a.sq), fmt::arg("skv", a.skv), fmt::arg("name", k.name),
+        fmt::arg("scale", literal(a.scale)),
+        fmt::arg("args", score_args.empty() ? "" : ", " + fmt::format("{}", fmt::join(score_args, ", "))));
+  }
+  const int row_bytes = static_cast<int>(a.d) * 2;
+  std::map<std::string, std::string> v{
+      {"NAME", k.name},
+      {"T", std::string(storage_type(a.dtype))},
+      {"MMA", bf16 ? "kiln_mma_bf16" : "kiln_mma_f16"},
+      {"PACK", bf16 ? "kiln_pack2_bf16" : "kiln_pack2_f16"},
+      {"THREADS", std::to_string(ir::attention_threads(c))},
+      {"BR", std::to_string(c.br)},
+      {"BC", std::to_string(c.bc)},
+      {"D", std::to_string(a.d)},
+      {"CHUNKS", std::to_string(a.d / 8)},
+      {"ROW_BYTES", std::to_string(row_bytes)},
+      {"STAGES", std::to_string(c.stages)},
+      {"AHEAD", std::to_string(c.stages - 1)},
+      {"PROLOGUE_COMMIT", c.stages == 1 ? "  kiln_copy_async_commit();  // the query tile alone\n" : ""},
+      {"SQ", std::to_string(a.sq)},
+      {"SKV", std::to_string(a.skv)},
+      {"Q_BYTES", std::to_string(c.br * row_bytes) + "u"},
+      {"KV_BYTES", std::to_string(c.bc * row_bytes) + "u"},
+      {"STAGE_BYTES", std::to_string(2 * c.bc * row_bytes) + "u"},
+      {"Q_LD", ld(a.q)},
+      {"K_LD", ld(a.k)},
+      {"V_LD", ld(a.v)},
+      {"Q", params[static_cast<size_t>(a.q)]},
+      {"K", params[static_cast<size_t>(a.k)]},
+      {"V", params[static_cast<size_t>(a.v)]},
+      {"OUT", params[static_cast<size_t>(a.out)]},
+      {"Q_OFFSET", offset(a.q)},
+      {"K_OFFSET", offset(a.k)},
+      {"V_OFFSET", offset(a.v)},
+      {"OUT_BATCH", std::to_string(a.sq * a.dv) + "ll"},
+      {"PARAMS", fmt::format("{}", fmt::join(gemm_pointer_params(k, params), ", "))},
+      {"SCORE_FUNCTION", plain ? "" : attention_score_function(k, params)},
+      {"TILE_ORDER", a.causal ? "(int)(gridDim.x - 1 - blockIdx.x)" : "(int)blockIdx.x"},
+      {"KV_END", a.causal ? fmt::format("min({}, q0 + {})", a.skv, c.br) : std::to_string(a.skv)},
+      {"CAUSAL_NOTE", a.causal ? " and keys after the query" : ""},
+      {"EDGE", a.causal ? fmt::format("kv0 + {} > {} || kv0 + {} > q0 + warp * 16", c.bc, a.skv, c.bc - 1)
+                        : fmt::format("kv0 + {} > {}", c.bc, a.skv)},
+      {"LAST_KEY0", a.causal ? fmt::format("min(row0, {})", a.skv - 1) : std::to_string(a.skv - 1)},
+      {"LAST_KEY1", a.causal ? fmt::format("min(row0 + 8, {})", a.skv - 1) : std::to_string(a.skv - 1)},
+      {"SCORE_LOOP", score_loop},
+      {"SCORE_NOTE", plain ? " (q . k, scaled in the exponent)" : " (the fused score ops on the scaled q . k)"},
+      {"LOG2_SCALE", literal((plain ? a.scale : 1.0) * kLog2e)},
+  };
+  return header(k) + substitute(kKernel, v);
+}
+
+namespace {
+
+constexpr DeviceHelper kAttentionHelpers[] = {
+    // 2^x on the exp unit (ex2.approx, flushing subnormals): one instruction; 2^-inf = 0.
+    {"kiln_exp2",
+     "static __device__ __forceinline__ float kiln_exp2(float x) {\n"
+     "  float y;\n  asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(y) : \"f\"(x));\n  return y;\n}\n"},
+    // Two fp32 values as one register of two f16 / bf16 (the first in the low half), as
+    // an mma A fragment register holds two neighbouring columns.
+    {"kiln_pack2_f16",
+     "static __device__ __forceinline__ unsigned kiln_pack2_f16(float lo, float hi) {\n"
+     "  const __half2 h = __floats2half2_rn(lo, hi);\n  return *reinterpret_cast<const unsigned*>(&h);\n}\n"},
+    {"kiln_pack2_bf16",
+     "static __device__ __forceinline__ unsigned kiln_pack2_bf16(float lo, float hi) {\n"
+     "  const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);\n  return *reinterpret_cast<const unsigned*>(&h);\n}\n"},
+};
+
+}  // namespace
+
+std::string attention_helper_definitions(const std::string& code) {
+  return called_helpers(code, kAttentionHelpers, std::size(kAttentionHelpers));
+}
+
+}  // namespace kiln::codegen

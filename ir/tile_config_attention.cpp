@@ -1,0 +1,150 @@
+// The attention kind's tile rules (schedule mma_sync, sm_80 and up).
+//
+// A block owns br query rows of one batch entry: `warps` warps of 16 rows each (one
+// m16 fragment row), so br = 16 x warps. Each warp keeps its rows of Q as A fragments,
+// its output rows as fp32 accumulators (Dv / 2 a thread), and per key tile the scores
+// (bc / 2 a thread) and their probabilities as f16 / bf16 A fragments (bc / 4). Keys
+// and values stream through `stages` shared-memory tiles of bc rows, after the query
+// tile. The sweep covers br 64 / 128, bc 32 / 64 / 128 and 1 to 3 stages.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "ir/error.h"
+#include "ir/kernel.h"
+#include "ir/tile_config.h"
+
+namespace kiln::ir {
+
+namespace {
+
+constexpr int64_t kMaxGridX = std::numeric_limits<int32_t>::max();
+constexpr int64_t kMaxGridY = 65535;
+constexpr int kRowsPerWarp = 16;
+// Registers a thread holds across the key loop (Q and P fragments, scores, output);
+// past this, with addresses and the softmax's row state, ptxas spills.
+constexpr int64_t kMaxHeldRegisters = 168;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+int64_t max_shared_bytes() {
+  const int sm = target_sm();
+  if (sm >= 90) return 232448;
+  if (sm == 80) return 166912;
+  return 101376;
+}
+
+int64_t held_registers(const Kernel& k, const TileConfig& c) {
+  const AttentionCore& a = k.attention;
+  return a.d / 4 + a.dv / 2 + c.bc / 2 + c.bc / 4;
+}
+
+bool aligned_layout(const Kernel& k, int arg) {
+  const AttentionLayout l = attention_layout(k, arg);
+  bool ok = l.ld % 8 == 0;  // 16-byte rows of f16 / bf16 for cp.async
+  for (int64_t s : l.batch_strides) ok = ok && s % 8 == 0;
+  return ok;
+}
+
+int64_t query_tiles(const Kernel& k, int br) { return ceil_div(k.attention.sq, br); }
+
+}  // namespace
+
+int attention_threads(const TileConfig& c) { return 32 * c.warps; }
+
+int64_t attention_shared_bytes(const Kernel& k, const TileConfig& c) {
+  const AttentionCore& a = k.attention;
+  const int64_t esize = dtype_bytes(a.dtype);
+  return (int64_t{c.br} * a.d + int64_t{c.stages} * c.bc * (a.d + a.dv)) * esize;
+}
+
+std::string attention_unsupported(const Kernel& k) {
+  const AttentionCore& a = k.attention;
+  if (target_sm() < 80) return fmt::format("the attention kernel needs sm_80 or newer, not sm_{}", target_sm());
+  if (a.d != a.dv) return fmt::format("head dims of q / k ({}) and v ({}) differ", a.d, a.dv);
+  if (a.d != 64 && a.d != 128) return fmt::format("head dim {} (the attention kernel takes 64 or 128)", a.d);
+  for (auto [role, arg] : {std::pair{"q", a.q}, std::pair{"k", a.k}, std::pair{"v", a.v}})
+    if (!aligned_layout(k, arg))
+      return fmt::format("%{} ({}): rows and batch entries must start at multiples of 16 bytes", role,
+                         k.args.at(static_cast<size_t>(arg)).name);
+  if (attention_batch_count(a) > kMaxGridY)
+    return fmt::format("{} batch entries; a launch covers at most {}", attention_batch_count(a), kMaxGridY);
+  return "";
+}
+
+void validate_attention(const Kernel& k, const TileConfig& c) {
+  auto fail = [&](const std::string& rule) {
+    throw Error(fmt::format("kernel @{}: tile config {}: {}", k.name, c.str(), rule));
+  };
+  if (std::string why = attention_unsupported(k); !why.empty()) fail(why);
+  if (c.schedule != kMmaSync) fail("an attention config needs schedule mma_sync");
+  if (c.warps != 4 && c.warps != 8) fail("warps must be 4 or 8");
+  if (c.br != kRowsPerWarp * c.warps)
+    fail(fmt::format("br must be {} x warps (each warp owns {} query rows)", kRowsPerWarp, kRowsPerWarp));
+  if (c.bc != 32 && c.bc != 64 && c.bc != 128) fail("bc must be 32, 64 or 128");
+  if (c.stages < 1 || c.stages > 3) fail("stages must be 1 to 3");
+  if (c.stages == 3 && c.bc == 32) fail("three stages take key tiles of 64 or 128 rows (ptxas spills the 32-row loop)");
+  if (c.threads || c.elems || c.vec || c.row_threads || c.rows || c.stream || c.shared_elems || c.cluster || c.cols ||
+      c.k_threads || c.k_split || c.bm || c.bn || c.bk || c.warps_m || c.warps_n || c.group || c.split_k)
+    fail("an attention config sets schedule, br, bc, warps and stages only");
+  if (held_registers(k, c) > kMaxHeldRegisters)
+    fail(fmt::format("each thread would hold {} fragment and accumulator registers; more than {} spill",
+                     held_registers(k, c), kMaxHeldRegisters));
+  if (attention_shared_bytes(k, c) > max_shared_bytes())
+    fail(fmt::format("it needs {} bytes of shared memory; a block has at most {} on sm_{}",
+                     attention_shared_bytes(k, c), max_shared_bytes(), target_sm()));
+  if (query_tiles(k, c.br) > kMaxGridX) fail("too many query tiles for one grid");
+}
+
+namespace {
+
+TileConfig make(int br, int bc, int stages) {
+  TileConfig c;
+  c.schedule = kMmaSync;
+  c.br = br;
+  c.bc = bc;
+  c.warps = br / kRowsPerWarp;
+  c.stages = stages;
+  return c;
+}
+
+bool legal(const Kernel& k, const TileConfig& c) {
+  try {
+    validate_attention(k, c);
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+}  // namespace
+
+std::vector<TileConfig> attention_candidates(const Kernel& k) {
+  std::vector<TileConfig> out;
+  for (int br : {128, 64})
+    for (int bc : {128, 64, 32})
+      for (int stages : {2, 3, 1})
+        if (TileConfig c = make(br, bc, stages); legal(k, c)) out.push_back(c);
+  if (out.empty()) out.push_back(attention_heuristic(k));  // throws the reason
+  return out;
+}
+
+// 128 query rows (8 warps) with two stages of keys, as many keys a tile as the
+// registers allow (128 at head dim 64, 64 at 128). Each block reads all of K and V
+// through L2 for its rows, so 128 rows halve that traffic against 64 (at 4096 tokens
+// and head dim 128, 64-row blocks would move about 4.7 TB/s through L2 at FA2's rate);
+// 64 rows when 128-row blocks would not give every SM two blocks.
+TileConfig attention_heuristic(const Kernel& k) {
+  if (std::string why = attention_unsupported(k); !why.empty())
+    throw Error(fmt::format("kernel @{}: no attention config: {}", k.name, why));
+  const int64_t batch = attention_batch_count(k.attention);
+  const int br = query_tiles(k, 128) * batch >= 2 * kTargetSMs ? 128 : 64;
+  for (int bc : {128, 64, 32})
+    if (TileConfig c = make(br, bc, 2); legal(k, c)) return c;
+  TileConfig c = make(br, 32, 2);
+  validate_attention(k, c);  // throws the reason
+  return c;
+}
+
+}  // namespace kiln::ir

@@ -1,0 +1,212 @@
+// Attention kernels on the GPU against the reference interpreter, on random inputs:
+// odd lengths (1, 7, 1000, 4097), head dims 64 and 128, f16 and bf16, causal or not,
+// Sq != Skv, grouped-query attention, masks written with iota / compare / select, an
+// additive bias, fully masked rows (zeros), every candidate config through the tuner's
+// check, and a large case checked on sampled rows.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "../unit/attention_test_graphs.h"
+#include "frontend/kiln.h"
+#include "gpu_test_util.h"
+#include "ir/compare.h"
+#include "ir/interpreter.h"
+#include "ir/printer.h"
+#include "runtime/autotuner.h"
+#include "runtime/program.h"
+
+namespace kiln {
+namespace {
+
+using test::AttentionShape;
+using test::Mask;
+
+runtime::Program compile_one_attention_kernel(const ir::Graph& g) {
+  runtime::Program p = runtime::Program::compile(g);
+  EXPECT_EQ(p.plan().kernels.size(), 1u);
+  EXPECT_EQ(p.plan().kernels.at(0).kind, ir::KernelKind::Attention) << ir::print(p.plan().kernels.at(0));
+  return p;
+}
+
+// Runs `g` (one attention kernel) on random inputs against the reference interpreter.
+void expect_matches_reference(const kiln::Graph& graph, uint64_t seed = 7) {
+  const ir::Graph& g = graph.ir();
+  runtime::Program p = compile_one_attention_kernel(g);
+  std::vector<HostTensor> inputs = ir::random_inputs(g, seed);
+  HostTensor want = ir::evaluate(g, inputs)[0];
+  HostTensor got = p.run(inputs)[0];
+  Comparison c = compare(got, want, rel_l2_bound_for(*g.outputs()[0]));
+  EXPECT_TRUE(c.passed) << c.str() << "\n" << ir::print(p.plan().kernels.at(0));
+}
+
+TEST(AttentionGpu, OddLengthsBothHeadDimsCausalOrNot) {
+  KILN_REQUIRE_GPU();
+  for (DType dt : {DType::f16, DType::bf16})
+    for (int64_t d : {64, 128})
+      for (bool causal : {false, true})
+        for (int64_t s : {1, 7, 1000}) {
+          SCOPED_TRACE(fmt::format("{} d {} causal {} s {}", dtype_name(dt), d, causal, s));
+          expect_matches_reference(test::composite_attention(dt, {{2, 3}, s, s, d}, causal));
+        }
+}
+
+TEST(AttentionGpu, FourThousandAndNinetySevenTokens) {
+  KILN_REQUIRE_GPU();
+  for (int64_t d : {64, 128})
+    for (bool causal : {false, true}) {
+      SCOPED_TRACE(fmt::format("d {} causal {}", d, causal));
+      expect_matches_reference(test::composite_attention(DType::f16, {{1, 2}, 4097, 4097, d}, causal));
+    }
+}
+
+TEST(AttentionGpu, QueriesAndKeysOfDifferentLengths) {
+  KILN_REQUIRE_GPU();
+  struct Lengths {
+    int64_t sq, skv;
+  };
+  for (Lengths l : {Lengths{1, 1000}, Lengths{7, 300}, Lengths{300, 7}, Lengths{1000, 129}, Lengths{129, 1000}})
+    for (bool causal : {false, true})
+      for (int64_t d : {64, 128}) {
+        SCOPED_TRACE(fmt::format("sq {} skv {} causal {} d {}", l.sq, l.skv, causal, d));
+        expect_matches_reference(test::composite_attention(DType::f16, {{2, 2}, l.sq, l.skv, d}, causal));
+      }
+}
+
+TEST(AttentionGpu, GroupedQueryAttention) {
+  KILN_REQUIRE_GPU();
+  for (bool causal : {false, true})
+    for (DType dt : {DType::f16, DType::bf16}) {
+      SCOPED_TRACE(fmt::format("{} causal {}", dtype_name(dt), causal));
+      // 2 batches, 2 key heads, 4 query heads a key head.
+      expect_matches_reference(test::composite_attention(dt, {{2, 2, 4}, 333, 333, 128, {2, 2, 1}}, causal));
+      expect_matches_reference(test::composite_attention(dt, {{2, 2, 4}, 65, 200, 64, {2, 2, 1}}, causal));
+    }
+}
+
+TEST(AttentionGpu, MasksWrittenWithIotaAndSelect) {
+  KILN_REQUIRE_GPU();
+  for (Mask m : {Mask::None, Mask::Causal, Mask::Band})
+    for (int64_t d : {64, 128}) {
+      SCOPED_TRACE(fmt::format("mask {} d {}", static_cast<int>(m), d));
+      expect_matches_reference(test::hand_written_attention(DType::f16, {{2, 2}, 517, 517, d}, m));
+      expect_matches_reference(test::hand_written_attention(DType::f16, {{3}, 130, 201, d}, m, 40));
+    }
+}
+
+TEST(AttentionGpu, AnAdditiveBias) {
+  KILN_REQUIRE_GPU();
+  for (int64_t d : {64, 128}) {
+    expect_matches_reference(test::hand_written_attention(DType::f16, {{2, 2}, 300, 301, d}, Mask::Bias));
+    expect_matches_reference(test::hand_written_attention(DType::f16, {{1}, 1, 7, d}, Mask::Bias));
+  }
+}
+
+// A mask that hides every key from query 0: the kernel gives zeros there (as the
+// composite's reference does for a row that sees no key), the reference of the
+// primitives the softmax of an empty row (NaN). The other rows match the reference.
+TEST(AttentionGpu, FullyMaskedRowsGiveZeros) {
+  KILN_REQUIRE_GPU();
+  for (int64_t d : {64, 128}) {
+    const AttentionShape s{{2, 3}, 150, 150, d};
+    kiln::Graph graph = test::hand_written_attention(DType::f16, s, Mask::Empty);
+    const ir::Graph& g = graph.ir();
+    runtime::Program p = compile_one_attention_kernel(g);
+    std::vector<HostTensor> inputs = ir::random_inputs(g, 3);
+    HostTensor want = ir::evaluate(g, inputs)[0];
+    HostTensor got = p.run(inputs)[0];
+    int nonzero = 0;
+    for (int64_t b = 0; b < 6; ++b)
+      for (int64_t c = 0; c < d; ++c) {
+        const size_t at = static_cast<size_t>(b * s.sq * d + c);  // row 0 of batch entry b
+        nonzero += got.values[at] != 0.0;
+        got.values[at] = want.values[at] = 0.0;
+      }
+    EXPECT_EQ(nonzero, 0);
+    Comparison c = compare(got, want, rel_l2_bound_for(*g.outputs()[0]));
+    EXPECT_TRUE(c.passed) << c.str();
+  }
+}
+
+TEST(AttentionGpu, EveryCandidatePassesTheTunersCheck) {
+  KILN_REQUIRE_GPU();
+  for (bool causal : {false, true})
+    for (int64_t d : {64, 128}) {
+      SCOPED_TRACE(fmt::format("causal {} d {}", causal, d));
+      kiln::Graph graph = test::composite_attention(DType::f16, {{2, 2}, 300, 333, d}, causal);
+      runtime::Program p = compile_one_attention_kernel(graph.ir());
+      std::vector<runtime::KernelReference> refs = runtime::kernel_references(p.graph(), p.plan().kernels);
+      runtime::TuneOptions options;
+      options.warmup = 0;
+      options.reps = 1;
+      runtime::TuneResult r = runtime::tune_kernel(p.plan().kernels.at(0), refs.at(0), options);
+      EXPECT_GE(r.trials.size(), 6u);
+      for (const runtime::Trial& t : r.trials)
+        EXPECT_TRUE(t.status == runtime::TrialStatus::Ok || t.status == runtime::TrialStatus::StoppedEarly ||
+                    t.status == runtime::TrialStatus::OutOfResources)
+            << t.config.str() << ": " << runtime::trial_status_name(t.status) << " " << t.detail;
+      EXPECT_GE(r.best, 0);
+    }
+}
+
+// ---- too large for the whole reference: sampled rows ----
+
+// softmax(scale q k^T) v for query row i of batch entry b, in double.
+std::vector<double> reference_row(const std::vector<HostTensor>& in, const AttentionShape& s, int64_t b, int64_t i,
+                                  bool causal) {
+  const double scale = 1.0 / std::sqrt(static_cast<double>(s.d));
+  const double* q = in[0].values.data() + (b * s.sq + i) * s.d;
+  const double* k = in[1].values.data() + b * s.skv * s.d;
+  const double* v = in[2].values.data() + b * s.skv * s.d;
+  const int64_t seen = causal ? std::min(i + 1, s.skv) : s.skv;
+  std::vector<double> p(static_cast<size_t>(seen)), out(static_cast<size_t>(s.d), 0.0);
+  double mx = -INFINITY, sum = 0;
+  for (int64_t j = 0; j < seen; ++j) {
+    double dot = 0;
+    for (int64_t c = 0; c < s.d; ++c) dot += q[c] * k[j * s.d + c];
+    p[static_cast<size_t>(j)] = scale * dot;
+    mx = std::max(mx, p[static_cast<size_t>(j)]);
+  }
+  for (int64_t j = 0; j < seen; ++j) sum += (p[static_cast<size_t>(j)] = std::exp(p[static_cast<size_t>(j)] - mx));
+  for (int64_t j = 0; j < seen; ++j)
+    for (int64_t c = 0; c < s.d; ++c) out[static_cast<size_t>(c)] += p[static_cast<size_t>(j)] / sum * v[j * s.d + c];
+  return out;
+}
+
+void expect_sampled_rows_match(DType dt, const AttentionShape& s, bool causal, int rows = 200) {
+  kiln::Graph graph = test::composite_attention(dt, s, causal);
+  runtime::Program p = compile_one_attention_kernel(graph.ir());
+  std::vector<HostTensor> inputs = ir::random_inputs(graph.ir(), 5);
+  HostTensor got = p.run(inputs)[0];
+  const int64_t batch = numel(s.batch);
+  std::mt19937_64 rng(17);
+  double diff2 = 0, ref2 = 0;
+  int nonfinite = 0;
+  for (int n = 0; n < rows; ++n) {
+    const int64_t b = static_cast<int64_t>(rng() % static_cast<uint64_t>(batch));
+    const int64_t i = n < 4 ? (n % 2 ? s.sq - 1 : 0) : static_cast<int64_t>(rng() % static_cast<uint64_t>(s.sq));
+    const std::vector<double> want = reference_row(inputs, s, b, i, causal);
+    for (int64_t c = 0; c < s.d; ++c) {
+      const double have = got.values[static_cast<size_t>((b * s.sq + i) * s.d + c)];
+      if (!std::isfinite(have)) ++nonfinite;
+      diff2 += (have - want[static_cast<size_t>(c)]) * (have - want[static_cast<size_t>(c)]);
+      ref2 += want[static_cast<size_t>(c)] * want[static_cast<size_t>(c)];
+    }
+  }
+  EXPECT_EQ(nonfinite, 0);
+  EXPECT_LT(std::sqrt(diff2 / ref2), default_rel_l2_bound(dt)) << ir::print(p.plan().kernels[0]);
+}
+
+TEST(AttentionGpu, LargeShapesOnSampledRows) {
+  KILN_REQUIRE_GPU();
+  for (bool causal : {false, true}) {
+    SCOPED_TRACE(fmt::format("causal {}", causal));
+    expect_sampled_rows_match(DType::f16, {{4, 16}, 4096, 4096, 128}, causal);
+    expect_sampled_rows_match(DType::bf16, {{4, 16}, 4096, 4096, 128}, causal);
+    expect_sampled_rows_match(DType::f16, {{2, 16}, 8192, 8192, 64}, causal);
+  }
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,287 @@
+// Fusion and lowering of attention into one attention kernel: the composite and the
+// hand-written forms (two-phase softmax, online-softmax's logsumexp), each mask form
+// (the causal flag, a causal or banded mask from iota / compare / select, a bias), the
+// kernel IR's text, the relaxed shape rule (grouped-query attention), and the graphs
+// that keep lowering as before (an unsupported head dim, a score read elsewhere).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "attention_test_graphs.h"
+#include "codegen_test_util.h"
+#include "frontend/kiln.h"
+#include "ir/error.h"
+#include "ir/interpreter.h"
+#include "ir/kernel.h"
+#include "ir/parser.h"
+#include "passes/lower.h"
+#include "passes/pass_manager.h"
+#include "runtime/program.h"
+
+namespace kiln {
+namespace {
+
+using test::AttentionShape;
+using test::Mask;
+
+passes::Plan lowered(const ir::Graph& graph, std::string_view pipeline = runtime::kCompilePipeline) {
+  ir::Graph g = graph.clone();
+  passes::PassManager(pipeline, {}).run(g);
+  return passes::lower(g);
+}
+
+ir::Kernel only_attention(const passes::Plan& p) {
+  EXPECT_EQ(p.kernels.size(), 1u);
+  EXPECT_EQ(p.kernels.at(0).kind, ir::KernelKind::Attention);
+  return p.kernels.at(0);
+}
+
+bool has_kind(const passes::Plan& p, ir::KernelKind kind) {
+  for (const ir::Kernel& k : p.kernels)
+    if (k.kind == kind) return true;
+  return false;
+}
+
+TEST(AttentionFuse, TheCompositeBecomesOneKernel) {
+  for (bool causal : {false, true}) {
+    const ir::Kernel& k = only_attention(lowered(test::composite_attention(DType::f16, {{2, 4}, 100, 77, 64}, causal).ir()));
+    EXPECT_EQ(k.attention.causal, causal);
+    EXPECT_DOUBLE_EQ(k.attention.scale, 0.125);
+    EXPECT_TRUE(ir::attention_plain_score(k));
+    EXPECT_EQ(k.attention.sq, 100);
+    EXPECT_EQ(k.attention.skv, 77);
+    EXPECT_EQ(k.attention.batch, (Shape{2, 4}));
+  }
+}
+
+TEST(AttentionFuse, TheKernelPrintsItsOperandsShapesScaleAndConfig) {
+  const ir::Kernel& k = only_attention(lowered(test::composite_attention(DType::f16, {{2}, 128, 128, 64}, true).ir()));
+  EXPECT_EQ(ir::print(k),
+            "kernel @k0 attention(%q: f16[2,128,64], %k: f16[2,128,64], %v: f16[2,128,64], out %y: f16[2,128,64])\n"
+            "    attention batch [2] 128x128 d 64 dv 64 q %q strides[8192,64,1] k %k strides[8192,64,1] "
+            "v %v strides[8192,64,1] f16 -> f32 scale 0.125 causal\n"
+            "    config " + k.config.str() + " {\n"
+            "  %0 = acc : f32\n"
+            "}\n");
+  EXPECT_TRUE(test::contains(k.config.str(), "schedule = mma_sync")) << k.config.str();
+  EXPECT_GE(k.fused_nodes.size(), 8u);
+}
+
+TEST(AttentionFuse, BothSoftmaxFormsMatch) {
+  // With online-softmax (logsumexp) and without it (max, exp, sum, div).
+  for (std::string_view pipeline : {runtime::kCompilePipeline, std::string_view("decompose,simplify,cse,dce,fuse")}) {
+    SCOPED_TRACE(pipeline);
+    for (DType dt : {DType::f16, DType::bf16}) {
+      const ir::Kernel& k =
+          only_attention(lowered(test::hand_written_attention(dt, {{3}, 70, 90, 128}, Mask::None).ir(), pipeline));
+      EXPECT_TRUE(ir::attention_plain_score(k)) << ir::print(k);
+      EXPECT_FALSE(k.attention.causal);
+      EXPECT_EQ(k.attention.dtype, dt);
+    }
+  }
+}
+
+TEST(AttentionFuse, AHandWrittenCausalMaskBecomesTheCausalFlag) {
+  const ir::Kernel& k = only_attention(lowered(test::hand_written_attention(DType::f16, {{2}, 64, 64, 64}, Mask::Causal).ir()));
+  EXPECT_TRUE(k.attention.causal);
+  EXPECT_TRUE(ir::attention_plain_score(k)) << ir::print(k);
+}
+
+TEST(AttentionFuse, ABandKeepsItsLowerEdgeInTheBody) {
+  const ir::Kernel& k = only_attention(lowered(test::hand_written_attention(DType::bf16, {{2}, 130, 130, 128}, Mask::Band).ir()));
+  EXPECT_TRUE(k.attention.causal);
+  const std::string text = ir::print(k);
+  EXPECT_TRUE(test::contains(text, "= index [0,1,0] : i32")) << text;
+  EXPECT_TRUE(test::contains(text, "= gt ")) << text;
+  EXPECT_TRUE(test::contains(text, "= select ")) << text;
+}
+
+TEST(AttentionFuse, AMaskThatIsNotCausalStaysInTheBody) {
+  const ir::Kernel& k = only_attention(lowered(test::hand_written_attention(DType::f16, {{2}, 40, 40, 64}, Mask::Empty).ir()));
+  EXPECT_FALSE(k.attention.causal);
+  EXPECT_TRUE(test::contains(ir::print(k), "= ge ")) << ir::print(k);
+}
+
+TEST(AttentionFuse, ABiasIsLoadedInTheBody) {
+  const ir::Kernel& k = only_attention(lowered(test::hand_written_attention(DType::f16, {{2, 3}, 50, 60, 64}, Mask::Bias).ir()));
+  const std::string text = ir::print(k);
+  EXPECT_TRUE(test::contains(text, "%bias: f16[50,60] strides[0,0,60,1]")) << text;
+  EXPECT_TRUE(test::contains(text, "= load %bias : f16")) << text;
+  EXPECT_TRUE(test::contains(text, "= add %0, ")) << text;
+}
+
+TEST(AttentionFuse, ABiasAnotherKernelComputesIsLoaded) {
+  kiln::Graph g("computed_bias");
+  auto q = g.input("q", DType::f16, {2, 64, 64});
+  auto k = g.input("k", DType::f16, {2, 64, 64});
+  auto v = g.input("v", DType::f16, {2, 64, 64});
+  auto mask = g.input("mask", DType::f32, {64, 64});
+  auto bias = kiln::cast(mask * 2.0, DType::f16);  // computed: written by a pointwise kernel first
+  g.output(kiln::matmul(kiln::softmax(kiln::matmul(q, k, false, true) * 0.125 + bias), v));
+  const passes::Plan p = lowered(g.ir());
+  ASSERT_EQ(p.kernels.size(), 2u);
+  EXPECT_EQ(p.kernels[0].kind, ir::KernelKind::Pointwise);
+  EXPECT_EQ(p.kernels[1].kind, ir::KernelKind::Attention);
+  EXPECT_TRUE(test::contains(ir::print(p.kernels[1]), "= load %")) << ir::print(p.kernels[1]);
+}
+
+TEST(AttentionFuse, LayersSharingOneCausalMaskAreEachOneKernel) {
+  // CSE merges the two layers' identical masks; each layer gets its own copy back.
+  kiln::Graph g("two_layers");
+  auto q = g.input("q", DType::f16, {2, 4, 96, 64});
+  auto k = g.input("k", DType::f16, {2, 4, 96, 64});
+  auto v = g.input("v", DType::f16, {2, 4, 96, 64});
+  auto first = kiln::attention(q, k, v, 0.125, true);
+  g.output(kiln::attention(first, k, v, 0.125, true));
+  const passes::Plan p = lowered(g.ir());
+  ASSERT_EQ(p.kernels.size(), 2u);
+  for (const ir::Kernel& kernel : p.kernels) {
+    EXPECT_EQ(kernel.kind, ir::KernelKind::Attention);
+    EXPECT_TRUE(kernel.attention.causal);
+  }
+}
+
+TEST(AttentionFuse, TextWithATransposedKeyViewMatches) {
+  ir::Graph g = ir::parse(R"(func @t(%q: f16[4,32,64], %k: f16[4,48,64], %v: f16[4,48,64]) -> (f16[4,32,64]) {
+  %kt = transpose %k {perm = [0, 2, 1]} : f16[4,64,48]
+  %s = matmul %q, %kt {transpose_a = false, transpose_b = false} : f16[4,32,48]
+  %c = const 8.0 : f16[]
+  %x = div %s, %c : f16[4,32,48]
+  %p = softmax %x {axis = -1} : f16[4,32,48]
+  %y = matmul %p, %v {transpose_a = false, transpose_b = false} : f16[4,32,64]
+  return %y
+})");
+  const ir::Kernel& k = only_attention(lowered(g));
+  EXPECT_DOUBLE_EQ(k.attention.scale, 0.125);
+  EXPECT_EQ(k.args[static_cast<size_t>(k.attention.k)].strides, (std::vector<int64_t>{3072, 64, 1}));
+}
+
+TEST(AttentionFuse, GroupedQueryAttentionReadsOneKeyHeadPerGroup) {
+  const ir::Kernel& k = only_attention(
+      lowered(test::composite_attention(DType::f16, {{2, 2, 4}, 33, 50, 64, {2, 2, 1}}, true).ir()));
+  EXPECT_EQ(k.attention.batch, (Shape{2, 2, 4}));
+  EXPECT_EQ(k.args[static_cast<size_t>(k.attention.k)].strides, (std::vector<int64_t>{6400, 3200, 0, 64, 1}));
+  EXPECT_EQ(k.args[static_cast<size_t>(k.attention.v)].strides, (std::vector<int64_t>{6400, 3200, 0, 64, 1}));
+}
+
+TEST(AttentionShapeRule, BatchDimsBroadcast) {
+  kiln::Graph g("gqa");
+  auto q = g.input("q", DType::f16, {2, 8, 4, 16, 64});
+  auto k = g.input("k", DType::f16, {2, 8, 1, 16, 64});
+  auto v = g.input("v", DType::f16, {2, 8, 1, 16, 32});
+  EXPECT_EQ(kiln::attention(q, k, v).type().shape, (Shape{2, 8, 4, 16, 32}));
+  auto k3 = g.input("k3", DType::f16, {2, 3, 1, 16, 64});
+  try {
+    kiln::attention(q, k3, v);
+    ADD_FAILURE() << "batch dims 8 and 3 do not broadcast";
+  } catch (const Error& e) {
+    EXPECT_TRUE(test::contains(e.what(), "attention")) << e.what();
+    EXPECT_TRUE(test::contains(e.what(), "do not broadcast")) << e.what();
+  }
+}
+
+TEST(AttentionShapeRule, TheReferenceBroadcastsKeysAndValues) {
+  // One key head for three query heads reads as that head repeated three times, in the
+  // composite's reference and in its decomposition (broadcasting matmuls).
+  kiln::Graph shared = test::composite_attention(DType::f32, {{2, 3}, 5, 6, 4, {2, 1}}, true);
+  kiln::Graph repeated = test::composite_attention(DType::f32, {{2, 3}, 5, 6, 4}, true);
+  std::vector<HostTensor> in = ir::random_inputs(shared.ir(), 1);
+  std::vector<HostTensor> rep = {in[0], HostTensor(TensorType{DType::f32, {2, 3, 6, 4}}),
+                                 HostTensor(TensorType{DType::f32, {2, 3, 6, 4}})};
+  for (size_t t = 1; t < 3; ++t)
+    for (int64_t b = 0; b < 2; ++b)
+      for (int64_t h = 0; h < 3; ++h)
+        for (int64_t e = 0; e < 24; ++e) rep[t].values[static_cast<size_t>((b * 3 + h) * 24 + e)] = in[t].values[static_cast<size_t>(b * 24 + e)];
+  const HostTensor want = ir::evaluate(repeated.ir(), rep)[0];
+  EXPECT_EQ(ir::evaluate(shared.ir(), in)[0].values, want.values);
+  ir::Graph decomposed = shared.ir().clone();
+  passes::PassManager("decompose", {}).run(decomposed);
+  const HostTensor got = ir::evaluate(decomposed, in)[0];
+  for (size_t i = 0; i < want.values.size(); ++i) EXPECT_NEAR(got.values[i], want.values[i], 1e-5) << i;
+}
+
+TEST(AttentionFuse, AnUnsupportedHeadDimKeepsTheThreeKernels) {
+  const passes::Plan p = lowered(test::composite_attention(DType::f16, {{2}, 33, 50, 32}, false).ir());
+  EXPECT_FALSE(has_kind(p, ir::KernelKind::Attention));
+  EXPECT_TRUE(has_kind(p, ir::KernelKind::Gemm));
+  EXPECT_TRUE(has_kind(p, ir::KernelKind::RowReduce));
+}
+
+TEST(AttentionFuse, F32AttentionKeepsTheThreeKernels) {
+  const passes::Plan p = lowered(test::composite_attention(DType::f32, {{2}, 33, 50, 64}, false).ir());
+  EXPECT_FALSE(has_kind(p, ir::KernelKind::Attention));
+}
+
+TEST(AttentionFuse, ScoresReadElsewhereAreNotFused) {
+  kiln::Graph g("leaky");
+  auto q = g.input("q", DType::f16, {2, 64, 64});
+  auto k = g.input("k", DType::f16, {2, 64, 64});
+  auto v = g.input("v", DType::f16, {2, 64, 64});
+  auto p = kiln::softmax(kiln::matmul(q, k, false, true) * 0.125);
+  g.output(kiln::matmul(p, v));
+  g.output(p);  // the probabilities are returned: they must be written
+  EXPECT_FALSE(has_kind(lowered(g.ir()), ir::KernelKind::Attention));
+}
+
+TEST(AttentionFuse, ASoftmaxOverQueriesIsNotAttention) {
+  kiln::Graph g("columns");
+  auto q = g.input("q", DType::f16, {2, 64, 64});
+  auto k = g.input("k", DType::f16, {2, 64, 64});
+  auto v = g.input("v", DType::f16, {2, 64, 64});
+  g.output(kiln::matmul(kiln::softmax(kiln::matmul(q, k, false, true), -2), v));
+  ir::Graph fused = g.ir().clone();
+  passes::PassManager(runtime::kCompilePipeline, {}).run(fused);
+  for (const ir::Group& grp : fused.groups()) EXPECT_NE(grp.kind, "attention");
+}
+
+TEST(AttentionFuse, AScoreOpReadingOtherElementsIsNotFused) {
+  ir::Graph g = ir::parse(R"(func @t(%q: f16[64,64], %k: f16[64,64], %v: f16[64,64]) -> (f16[64,64]) {
+  %s = matmul %q, %k {transpose_a = false, transpose_b = true} : f16[64,64]
+  %st = transpose %s {perm = [1, 0]} : f16[64,64]
+  %x = add %s, %st : f16[64,64]
+  %p = softmax %x {axis = -1} : f16[64,64]
+  %y = matmul %p, %v {transpose_a = false, transpose_b = false} : f16[64,64]
+  return %y
+})");
+  EXPECT_FALSE(has_kind(lowered(g), ir::KernelKind::Attention));
+}
+
+TEST(AttentionTile, DefaultsAndCandidatesAreLegal) {
+  for (int64_t d : {64, 128})
+    for (bool causal : {false, true})
+      for (int64_t s : {1, 7, 1000, 4097}) {
+        const ir::Kernel& k = only_attention(lowered(test::composite_attention(DType::f16, {{2, 3}, s, s, d}, causal).ir()));
+        SCOPED_TRACE(ir::print(k));
+        EXPECT_NO_THROW(ir::validate(k, k.config));
+        const auto all = ir::candidates(k);
+        EXPECT_GE(all.size(), 6u);
+        for (const ir::TileConfig& c : all) EXPECT_NO_THROW(ir::validate(k, c)) << c.str();
+      }
+}
+
+TEST(AttentionTile, IllegalConfigsSayWhichRule) {
+  const ir::Kernel& k = only_attention(lowered(test::composite_attention(DType::f16, {{2}, 256, 256, 128}, false).ir()));
+  auto error = [&](ir::TileConfig c) {
+    try {
+      ir::validate(k, c);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  ir::TileConfig c = k.config;
+  c.br = 96;
+  EXPECT_TRUE(test::contains(error(c), "br must be 16 x warps")) << error(c);
+  c = k.config;
+  c.bc = 48;
+  EXPECT_TRUE(test::contains(error(c), "bc must be 32, 64 or 128")) << error(c);
+  c = k.config;
+  c.bc = 128;  // head dim 128: the scores of 128 keys do not fit next to the output
+  EXPECT_TRUE(test::contains(error(c), "spill")) << error(c);
+  c = k.config;
+  c.bm = 64;
+  EXPECT_TRUE(test::contains(error(c), "sets schedule, br, bc, warps and stages only")) << error(c);
+}
+
+}  // namespace
+}  // namespace kiln
