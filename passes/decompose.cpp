@@ -1,7 +1,8 @@
 // decompose: expands the composite ops (softmax, log_softmax, layer_norm,
 // rms_norm, attention) into primitive ops of the op table, so that later passes
 // see only primitives; fusion finds the patterns again. Everything stays in the
-// composite's dtype: no casts are added (a fused kernel computes in fp32 inside).
+// composite's dtype (a fused kernel computes in fp32 inside), except a low-precision
+// softmax or norm over a leading axis, computed in f32 (computes_in_f32).
 #include <limits>
 
 #include "ir/ops.h"
@@ -84,8 +85,8 @@ Value* inverse_rms(Builder& b, Value* t, int axis, double eps) {
   return b.op(OpKind::Rsqrt, {b.op(OpKind::Add, {mean, b.constant(eps, t->type.dtype)})});
 }
 
-Value* layer_norm(Builder& b, const ir::Node& n) {
-  Value *x = n.operands[0], *w = n.operands[1], *bias = n.operands[2];
+Value* layer_norm(Builder& b, const ir::Node& n, const std::vector<Value*>& in) {
+  Value *x = in[0], *w = in[1], *bias = in[2];
   int axis = axis_of(n), rank = x->type.rank();
   Value* centered = b.op(OpKind::Sub, {x, b.reduce(OpKind::ReduceMean, x, axis)});
   Value* normed = b.op(OpKind::Mul, {centered, inverse_rms(b, centered, axis, n.attrs.get_float("eps"))});
@@ -93,8 +94,8 @@ Value* layer_norm(Builder& b, const ir::Node& n) {
   return b.op(OpKind::Add, {scaled, along_axis(b, bias, axis, rank)});
 }
 
-Value* rms_norm(Builder& b, const ir::Node& n) {
-  Value *x = n.operands[0], *w = n.operands[1];
+Value* rms_norm(Builder& b, const ir::Node& n, const std::vector<Value*>& in) {
+  Value *x = in[0], *w = in[1];
   int axis = axis_of(n), rank = x->type.rank();
   Value* normed = b.op(OpKind::Mul, {x, inverse_rms(b, x, axis, n.attrs.get_float("eps"))});
   return b.op(OpKind::Mul, {normed, along_axis(b, w, axis, rank)});
@@ -121,15 +122,37 @@ Value* attention(Builder& b, const ir::Node& n) {
   return b.op(OpKind::Matmul, {softmax(b, scores, rank - 1), v});
 }
 
-Value* expand(Builder& b, const ir::Node& n) {
+// The composite over operands `in` (the node's own, or their f32 casts).
+Value* expand_on(Builder& b, const ir::Node& n, const std::vector<Value*>& in) {
   switch (n.op) {
-    case OpKind::Softmax: return softmax(b, n.operands[0], axis_of(n));
-    case OpKind::LogSoftmax: return log_softmax(b, n.operands[0], axis_of(n));
-    case OpKind::LayerNorm: return layer_norm(b, n);
-    case OpKind::RmsNorm: return rms_norm(b, n);
+    case OpKind::Softmax: return softmax(b, in[0], axis_of(n));
+    case OpKind::LogSoftmax: return log_softmax(b, in[0], axis_of(n));
+    case OpKind::LayerNorm: return layer_norm(b, n, in);
+    case OpKind::RmsNorm: return rms_norm(b, n, in);
     case OpKind::Attention: return attention(b, n);
     default: return nullptr;
   }
+}
+
+// A softmax or norm of f16 / bf16 over an axis other than the last runs on column
+// kernels, which hand their maxima, sums and means to the next kernel through memory:
+// rounded to f16 there, a mean loses the digits that x - mean keeps. So it is computed
+// in f32 and only its result rounds to the dtype, as the reference computes the
+// composite in one piece (the casts of the operands are recomputed by each kernel that
+// reads them, see is_free_node). Over the last axis one row kernel keeps every
+// intermediate in fp32 registers, and the composite stays in its dtype.
+bool computes_in_f32(const ir::Node& n) {
+  if (n.op == OpKind::Attention || ir::op_info(n.op).category != ir::OpCategory::Composite) return false;
+  const TensorType& x = n.operands[0]->type;
+  return (x.dtype == DType::f16 || x.dtype == DType::bf16) && axis_of(n) != x.rank() - 1;
+}
+
+Value* expand(Builder& b, const ir::Node& n) {
+  if (!computes_in_f32(n)) return expand_on(b, n, n.operands);
+  std::vector<Value*> wide;
+  for (Value* v : n.operands) wide.push_back(b.typed(OpKind::Cast, {v}, {}, TensorType{DType::f32, v->type.shape}));
+  Value* r = expand_on(b, n, wide);
+  return r ? b.typed(OpKind::Cast, {r}, {}, n.result->type) : nullptr;
 }
 
 class Decompose : public Pass {

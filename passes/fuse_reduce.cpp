@@ -25,7 +25,10 @@ using ir::Value;
 
 bool is_free_node(const Node& n) {
   auto c = ir::op_info(n.op).category;
-  return c == ir::OpCategory::Source || c == ir::OpCategory::View;
+  // A cast of a graph input costs a kernel nothing beyond the load it needs anyway, so
+  // every kernel that reads it recomputes it rather than read a widened copy.
+  const bool cast_of_input = n.op == ir::OpKind::Cast && !n.operands[0]->producer;
+  return c == ir::OpCategory::Source || c == ir::OpCategory::View || cast_of_input;
 }
 
 bool depends_on_group(const Value* v, const std::set<const Node*>& group) {

@@ -172,8 +172,16 @@ void memcpy_dtod(CUdeviceptr dst, CUdeviceptr src, size_t bytes) {
   check(driver().cuMemcpyDtoD(dst, src, bytes), "cuMemcpyDtoD({} bytes, 0x{:x} to 0x{:x})", bytes, src, dst);
 }
 
+namespace {
+thread_local CUstream default_stream = nullptr;
+}  // namespace
+
+CUstream launch_stream(CUstream given) { return given ? given : default_stream; }
+ScopedLaunchStream::ScopedLaunchStream(CUstream stream) : saved_(std::exchange(default_stream, stream)) {}
+ScopedLaunchStream::~ScopedLaunchStream() { default_stream = saved_; }
+
 void memcpy_dtod_async(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream) {
-  check(driver().cuMemcpyDtoDAsync(dst, src, bytes, stream), "cuMemcpyDtoDAsync({} bytes, 0x{:x} to 0x{:x})", bytes,
+  check(driver().cuMemcpyDtoDAsync(dst, src, bytes, launch_stream(stream)), "cuMemcpyDtoDAsync({} bytes, 0x{:x} to 0x{:x})", bytes,
         src, dst);
 }
 

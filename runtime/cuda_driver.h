@@ -31,7 +31,8 @@ bool gpu_available(std::string* why = nullptr);
   X(cuModuleUnload) X(cuLaunchKernel) X(cuFuncGetAttribute) X(cuFuncSetAttribute)              \
   X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime_v2)             \
   X(cuEventDestroy_v2) X(cuTensorMapEncodeTiled) X(cuPointerGetAttribute) X(cuStreamCreate)  \
-  X(cuStreamDestroy_v2)
+  X(cuStreamDestroy_v2) X(cuStreamBeginCapture_v2) X(cuStreamEndCapture)                       \
+  X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy)
 
 struct DriverApi {
 #define KILN_DRIVER_MEMBER(symbol) decltype(&::symbol) symbol = nullptr;
@@ -75,6 +76,21 @@ void memcpy_htod(CUdeviceptr dst, const void* src, size_t bytes);
 void memcpy_dtoh(void* dst, CUdeviceptr src, size_t bytes);
 void memcpy_dtod(CUdeviceptr dst, CUdeviceptr src, size_t bytes);
 void memcpy_dtod_async(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream = nullptr);
+
+// The stream that a launch or an async copy given none goes to: the null stream,
+// unless a ScopedLaunchStream on this thread names another (the capture of a CUDA
+// graph, which the null stream cannot be). Every runtime launch goes through it.
+CUstream launch_stream(CUstream given);
+class ScopedLaunchStream {
+public:
+  explicit ScopedLaunchStream(CUstream stream);
+  ~ScopedLaunchStream();
+  ScopedLaunchStream(const ScopedLaunchStream&) = delete;
+  ScopedLaunchStream& operator=(const ScopedLaunchStream&) = delete;
+
+private:
+  CUstream saved_;
+};
 
 // The ordinal of the device that holds `ptr`, or -1 when `ptr` is no CUDA
 // allocation (host memory, a freed or made-up pointer); *why then says why.

@@ -17,7 +17,8 @@ void launch_kernel(CUfunction function, Dim3 grid, Dim3 block, unsigned shared_b
   // Static and dynamic shared memory together past 48 KB need the function's opt-in.
   if (shared_bytes > 0)
     cu::func_set_attribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(shared_bytes));
-  cu::check(driver().cuLaunchKernel(function, grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes, stream,
+  cu::check(driver().cuLaunchKernel(function, grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes,
+                                    cu::launch_stream(stream),
                                     const_cast<void**>(args.data()), nullptr),
             "cuLaunchKernel({}, grid ({}, {}, {}), block ({}, {}, {}), {} bytes of shared memory, {} arguments)", name,
             grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes, args.size());
@@ -42,6 +43,66 @@ float time_kernel_ms(const std::function<void()>& launch, int warmup, int reps) 
   std::sort(times.begin(), times.end());
   size_t mid = times.size() / 2;
   return times.size() % 2 ? times[mid] : (times[mid - 1] + times[mid]) / 2;
+}
+
+namespace {
+
+// A non-blocking stream, a captured graph and its executable, destroyed in that order.
+struct CapturedGraph {
+  CUstream stream = nullptr;
+  CUgraph graph = nullptr;
+  CUgraphExec exec = nullptr;
+  CapturedGraph() { cu::check(driver().cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate"); }
+  ~CapturedGraph() {
+    if (exec) driver().cuGraphExecDestroy(exec);
+    if (graph) driver().cuGraphDestroy(graph);
+    driver().cuStreamDestroy_v2(stream);
+  }
+  CapturedGraph(const CapturedGraph&) = delete;
+  CapturedGraph& operator=(const CapturedGraph&) = delete;
+};
+
+float median(std::vector<float> times) {
+  std::sort(times.begin(), times.end());
+  size_t mid = times.size() / 2;
+  return times.size() % 2 ? times[mid] : (times[mid - 1] + times[mid]) / 2;
+}
+
+}  // namespace
+
+float time_in_graph_ms(const std::function<void()>& launch, int warmup, int reps, int per_graph) {
+  if (warmup < 0 || reps < 1 || per_graph < 1)
+    throw Error(fmt::format("time_in_graph_ms needs warmup >= 0, reps >= 1 and per_graph >= 1, got {}, {} and {}",
+                            warmup, reps, per_graph));
+  Device::get();
+  CapturedGraph g;
+  const cu::ScopedLaunchStream on(g.stream);
+  // Warm-up outside the capture: first launches set function attributes and load lazily.
+  for (int i = 0; i < std::max(warmup, 1); ++i) launch();
+  cu::check(driver().cuStreamSynchronize(g.stream), "cuStreamSynchronize");
+  // Relaxed: a launch may still set a function attribute while it is captured.
+  cu::check(driver().cuStreamBeginCapture_v2(g.stream, CU_STREAM_CAPTURE_MODE_RELAXED), "cuStreamBeginCapture");
+  try {
+    for (int i = 0; i < per_graph; ++i) launch();
+  } catch (...) {
+    CUgraph broken = nullptr;
+    driver().cuStreamEndCapture(g.stream, &broken);
+    if (broken) driver().cuGraphDestroy(broken);
+    throw;
+  }
+  cu::check(driver().cuStreamEndCapture(g.stream, &g.graph), "cuStreamEndCapture (a launch that cannot be captured?)");
+  cu::check(driver().cuGraphInstantiateWithFlags(&g.exec, g.graph, 0), "cuGraphInstantiate");
+  cu::check(driver().cuGraphLaunch(g.exec, g.stream), "cuGraphLaunch");  // the first replay uploads the graph
+  std::vector<Event> starts(reps), stops(reps);
+  for (int i = 0; i < reps; ++i) {
+    starts[i].record(g.stream);
+    cu::check(driver().cuGraphLaunch(g.exec, g.stream), "cuGraphLaunch");
+    stops[i].record(g.stream);
+  }
+  stops.back().synchronize();
+  std::vector<float> times;
+  for (int i = 0; i < reps; ++i) times.push_back(stops[i].elapsed_ms_since(starts[i]) / static_cast<float>(per_graph));
+  return median(times);
 }
 
 double measure_copy_bandwidth_gbs(size_t bytes) {

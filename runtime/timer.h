@@ -25,6 +25,19 @@ void launch_kernel(CUfunction function, Dim3 grid, Dim3 block, unsigned shared_b
 // stream, and returns the median time of one call in milliseconds.
 float time_kernel_ms(const std::function<void()>& launch, int warmup, int reps);
 
+// As time_kernel_ms, but `launch` is captured `per_graph` times into one CUDA graph,
+// replayed `reps` times between events: the median time of one launch without the
+// cost of launching it from the host (an event pair around one launch floors near
+// 5 us). This is how CUDA-graph users (torch.compile's "reduce-overhead", serving
+// loops) see a short kernel. `launch` must enqueue through launch_kernel or the
+// runtime's async copies with no stream of its own (they go to the capture's stream,
+// cu::ScopedLaunchStream), and make no synchronous call.
+float time_in_graph_ms(const std::function<void()>& launch, int warmup, int reps, int per_graph = 20);
+
+// Launches shorter than this (by event timing) are timed in CUDA graphs by `kiln run
+// --bench`, `kiln bench` and the tuner.
+inline constexpr float kGraphTimingBelowMs = 0.05f;
+
 // Device-to-device copy bandwidth in GB/s (1e9 bytes/s), counting the bytes read and
 // the bytes written: the median of several copies of `bytes`.
 double measure_copy_bandwidth_gbs(size_t bytes = size_t(1) << 30);

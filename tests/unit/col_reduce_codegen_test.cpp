@@ -15,14 +15,16 @@
 #include "ir/parser.h"
 #include "passes/lower.h"
 #include "passes/pass_manager.h"
+#include "runtime/program.h"
 
 namespace kiln {
 namespace {
 
-std::vector<ir::Kernel> kernels_of(const std::string& text, const std::string& prefix) {
+std::vector<ir::Kernel> kernels_of(const std::string& text, const std::string& prefix,
+                                   const std::string& pipeline = "decompose,simplify,cse,dce,fuse,tile") {
   ir::Graph g = ir::parse(text, "col_reduce_codegen_test");
   std::ostringstream quiet;
-  passes::PassManager("decompose,simplify,cse,dce,fuse,tile", {}, quiet).run(g);
+  passes::PassManager(pipeline, {}, quiet).run(g);
   std::vector<ir::Kernel> ks = passes::lower(g).kernels;
   for (ir::Kernel& k : ks) k.name = prefix + "_" + k.name;
   return ks;
@@ -81,6 +83,27 @@ TEST(ColReduceCodegen, LogSumExpAndVarKeepTheirWholeState) {
     EXPECT_TRUE(test::contains(v, "kiln_welford_add(acc1_n[t], acc1_mean[t], acc1_m2[t], 1.0f, e0, 0.0f);")) << v;
     EXPECT_FALSE(test::contains(v, "acc1[t] + e0")) << v;
   }
+}
+
+// A bf16 layer norm over the leading axis: its statistics cross kernels in f32 (a bf16
+// mean would lose what x - mean keeps), and no kernel writes an f32 copy of x.
+TEST(ColReduceCodegen, LowPrecisionNormOverALeadingAxisKeepsItsStatisticsInF32) {
+  auto ks = kernels_of(R"(func @f(%x: bf16[517,9], %w: bf16[517]) -> (bf16[517,9]) {
+  %y = layer_norm %x, %w, %w {axis = 0, eps = 1e-05} : bf16[517,9]
+  return %y
+})",
+                       "ln", std::string(runtime::kCompilePipeline));
+  ASSERT_EQ(ks.size(), 2u);
+  EXPECT_EQ(ks[0].kind, ir::KernelKind::ColReduce);
+  for (const ir::Kernel& k : ks)
+    for (const ir::KernelArg& a : k.args) {
+      if (a.is_output && k.kind == ir::KernelKind::ColReduce) {
+        EXPECT_EQ(a.type.dtype, DType::f32) << ir::print(k);
+      }
+      if (!a.is_output && a.type.shape == Shape{517, 9}) {
+        EXPECT_EQ(a.type.dtype, DType::bf16) << ir::print(k);
+      }
+    }
 }
 
 TEST(ColReduceCodegen, EveryOpDtypeAndSizeCompiles) {
