@@ -23,17 +23,19 @@ namespace {
 using test::AttentionShape;
 using test::Mask;
 
-runtime::Program compile_one_attention_kernel(const ir::Graph& g) {
+runtime::Program compile_one_attention_kernel(const ir::Graph& g, bool one_kernel = true) {
   runtime::Program p = runtime::Program::compile(g);
+  if (!one_kernel) return p;
   EXPECT_EQ(p.plan().kernels.size(), 1u);
   EXPECT_EQ(p.plan().kernels.at(0).kind, ir::KernelKind::Attention) << ir::print(p.plan().kernels.at(0));
   return p;
 }
 
-// Runs `g` (one attention kernel) on random inputs against the reference interpreter.
-void expect_matches_reference(const kiln::Graph& graph, uint64_t seed = 7) {
+// Runs `g` (one attention kernel, unless `one_kernel` is false) on random inputs against
+// the reference interpreter.
+void expect_matches_reference(const kiln::Graph& graph, uint64_t seed = 7, bool one_kernel = true) {
   const ir::Graph& g = graph.ir();
-  runtime::Program p = compile_one_attention_kernel(g);
+  runtime::Program p = compile_one_attention_kernel(g, one_kernel);
   std::vector<HostTensor> inputs = ir::random_inputs(g, seed);
   HostTensor want = ir::evaluate(g, inputs)[0];
   HostTensor got = p.run(inputs)[0];
@@ -48,7 +50,9 @@ TEST(AttentionGpu, OddLengthsBothHeadDimsCausalOrNot) {
       for (bool causal : {false, true})
         for (int64_t s : {1, 7, 1000}) {
           SCOPED_TRACE(fmt::format("{} d {} causal {} s {}", dtype_name(dt), d, causal, s));
-          expect_matches_reference(test::composite_attention(dt, {{2, 3}, s, s, d}, causal));
+          // One key: the softmax over it is 1, simplify removes its reductions and the
+          // pattern no longer matches; the graph stays right on the kernels it becomes.
+          expect_matches_reference(test::composite_attention(dt, {{2, 3}, s, s, d}, causal), 7, s > 1);
         }
 }
 
