@@ -37,23 +37,32 @@ double rms(const HostTensor& t) {
 
 }  // namespace
 
-ir::Graph nudged(const ir::Graph& g, uint64_t seed) {
+Nudged nudged(const ir::Graph& g, uint64_t seed) {
   std::mt19937_64 rng(seed);
-  ir::Graph out(g.name());
+  Nudged out{ir::Graph(g.name()), {}};
   std::unordered_map<const ir::Value*, ir::Value*> map;
-  for (const ir::Value* in : g.inputs()) map[in] = out.add_input(in->name, in->type);
+  for (const ir::Value* in : g.inputs()) map[in] = out.graph.add_input(in->name, in->type);
+  std::vector<std::pair<const ir::Node*, ir::Value*>> factor_inputs;
+  for (const ir::Node* n : g.nodes())
+    if (rounds(*n))
+      factor_inputs.emplace_back(n, out.graph.add_input("nudge" + std::to_string(factor_inputs.size()),
+                                                         n->result->type));
+  size_t next = 0;
   for (const ir::Node* n : g.nodes()) {
     std::vector<ir::Value*> operands;
     for (const ir::Value* o : n->operands) operands.push_back(map.at(o));
-    ir::Value* r = out.add(n->op, operands, n->attrs, n->result->type);
+    ir::Value* r = out.graph.add(n->op, operands, n->attrs, n->result->type);
     if (rounds(*n)) {
-      const DType t = n->result->type.dtype;
-      const double step = std::ldexp(1.0, -fraction_bits(t)) * (rng() % 2 ? 1.0 : -1.0);
-      r = out.add(ir::OpKind::Mul, {r, out.constant(1.0 + step, t)});
+      const TensorType& t = n->result->type;
+      const double step = std::ldexp(1.0, -fraction_bits(t.dtype));
+      std::vector<double> f(static_cast<size_t>(t.numel()));
+      for (double& x : f) x = 1.0 + (rng() % 2 ? step : -step);
+      out.factors.emplace_back(t, std::move(f));
+      r = out.graph.add(ir::OpKind::Mul, {r, factor_inputs.at(next++).second});
     }
     map[n->result] = r;
   }
-  for (const ir::Value* o : g.outputs()) out.add_output(map.at(o));
+  for (const ir::Value* o : g.outputs()) out.graph.add_output(map.at(o));
   return out;
 }
 
@@ -67,7 +76,10 @@ std::vector<std::vector<bool>> stable_elements(const ir::Graph& g, const std::ve
     scale.push_back(rms(r));
   }
   for (int t = 0; t < tries; ++t) {
-    const std::vector<HostTensor> moved = ir::evaluate(nudged(g, 0x9e3779b97f4a7c15ull * (t + 1)), inputs);
+    const Nudged n = nudged(g, 0x9e3779b97f4a7c15ull * (t + 1));
+    std::vector<HostTensor> all = inputs;
+    all.insert(all.end(), n.factors.begin(), n.factors.end());
+    const std::vector<HostTensor> moved = ir::evaluate(n.graph, all);
     for (size_t i = 0; i < reference.size(); ++i) {
       const bool exact = !is_float(reference[i].type.dtype);
       for (size_t e = 0; e < reference[i].values.size(); ++e) {

@@ -16,8 +16,14 @@
 namespace kiln::fuzz {
 
 // `g` with each computed float value v (not inputs, constants, iotas or views) replaced
-// by v * (1 + s * 2^-f), f its dtype's fraction bits, the sign s drawn per value from `seed`.
-ir::Graph nudged(const ir::Graph& g, uint64_t seed);
+// by v * n, n an extra input of v's type whose elements are 1 + s * 2^-f (f the dtype's
+// fraction bits, exact in it), the sign s drawn per element from `seed`: a mean of values
+// of both signs moves too, as it would under independent roundings.
+struct Nudged {
+  ir::Graph graph;                  // g's inputs, then one input per nudged value
+  std::vector<HostTensor> factors;  // the values of those extra inputs
+};
+Nudged nudged(const ir::Graph& g, uint64_t seed);
 
 // stable[i][e]: whether element e of output i stays within `bounds[i]` (relative to the
 // output's RMS, the same class of NaN / Inf, the same integer or boolean) under each of

@@ -22,7 +22,10 @@ TEST(Nudge, MovesComputedFloatsByAboutOneUlp) {
 )",
                           "nudge_test");
   const std::vector<HostTensor> inputs = ir::random_inputs(g, 3);
-  const std::vector<HostTensor> want = ir::evaluate(g, inputs), got = ir::evaluate(fuzz::nudged(g, 1), inputs);
+  const fuzz::Nudged n = fuzz::nudged(g, 1);
+  std::vector<HostTensor> all = inputs;
+  all.insert(all.end(), n.factors.begin(), n.factors.end());
+  const std::vector<HostTensor> want = ir::evaluate(g, inputs), got = ir::evaluate(n.graph, all);
   int moved = 0;
   for (size_t e = 0; e < 64; ++e) {
     const double a = want[0].values[e], b = got[0].values[e];
@@ -50,8 +53,9 @@ TEST(Nudge, FlagsOnlyTheElementsThatHangOnALastBit) {
   auto stable = fuzz::stable_elements(g, inputs, want, {1e-2, 1e-4});
   for (bool s : stable[0]) EXPECT_TRUE(s);
   for (bool s : stable[1]) EXPECT_TRUE(s);  // exp(x) > x by far: no flip
-  // Two roundings of the same exp are equal in the reference, and unequal as soon as
-  // one nudge moves them apart: every element of the compare hangs on a last bit.
+  // Two roundings of the same exp are equal in the reference, and unequal as soon as a
+  // nudge moves them apart: each element has its own signs, so in three tries about 7 in
+  // 8 elements see the two moved different ways.
   ir::Graph twin = ir::parse(R"(func @f(%x: f16[512]) -> (i1[512], f16[512]) {
   %a = exp %x : f16[512]
   %b = exp %x : f16[512]
@@ -65,7 +69,7 @@ TEST(Nudge, FlagsOnlyTheElementsThatHangOnALastBit) {
   auto stable2 = fuzz::stable_elements(twin, in2, want2, {1e-4, 1e-2});
   int unstable = 0;
   for (bool s : stable2[0]) unstable += !s;
-  EXPECT_EQ(unstable, 512);
+  EXPECT_GT(unstable, 400);
   for (bool s : stable2[1]) EXPECT_TRUE(s);  // one ulp is far inside f16's bound
 }
 
