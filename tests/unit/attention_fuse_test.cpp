@@ -249,7 +249,7 @@ TEST(AttentionFuse, AScoreOpReadingOtherElementsIsNotFused) {
 TEST(AttentionTile, DefaultsAndCandidatesAreLegal) {
   for (int64_t d : {64, 128})
     for (bool causal : {false, true})
-      for (int64_t s : {1, 7, 1000, 4097}) {
+      for (int64_t s : {7, 1000, 4097}) {  // one key: see SingleKeyIsNoAttentionKernel
         const ir::Kernel& k = only_attention(lowered(test::composite_attention(DType::f16, {{2, 3}, s, s, d}, causal).ir()));
         SCOPED_TRACE(ir::print(k));
         EXPECT_NO_THROW(ir::validate(k, k.config));
@@ -257,6 +257,16 @@ TEST(AttentionTile, DefaultsAndCandidatesAreLegal) {
         EXPECT_GE(all.size(), 6u);
         for (const ir::TileConfig& c : all) EXPECT_NO_THROW(ir::validate(k, c)) << c.str();
       }
+}
+
+// With one key the softmax is 1: simplify removes its reductions over the size-1 axis,
+// so no attention pattern is left, and the graph lowers to the kernels it becomes.
+TEST(AttentionTile, SingleKeyIsNoAttentionKernel) {
+  for (bool causal : {false, true}) {
+    const passes::Plan plan = lowered(test::composite_attention(DType::f16, {{2, 3}, 1, 1, 64}, causal).ir());
+    EXPECT_FALSE(plan.kernels.empty());
+    for (const ir::Kernel& k : plan.kernels) EXPECT_NE(k.kind, ir::KernelKind::Attention) << ir::print(k);
+  }
 }
 
 TEST(AttentionTile, IllegalConfigsSayWhichRule) {
