@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "ir/error.h"
 #include "runtime/cuda_driver.h"
@@ -24,6 +25,16 @@ void launch_kernel(CUfunction function, Dim3 grid, Dim3 block, unsigned shared_b
             grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes, args.size());
 }
 
+namespace {
+
+float median(std::vector<float> times) {
+  std::sort(times.begin(), times.end());
+  size_t mid = times.size() / 2;
+  return times.size() % 2 ? times[mid] : (times[mid - 1] + times[mid]) / 2;
+}
+
+}  // namespace
+
 float time_kernel_ms(const std::function<void()>& launch, int warmup, int reps) {
   if (warmup < 0 || reps < 1)
     throw Error(fmt::format("time_kernel_ms needs warmup >= 0 and reps >= 1, got {} and {}", warmup, reps));
@@ -40,9 +51,7 @@ float time_kernel_ms(const std::function<void()>& launch, int warmup, int reps) 
   stops.back().synchronize();
   std::vector<float> times;
   for (int i = 0; i < reps; ++i) times.push_back(stops[i].elapsed_ms_since(starts[i]));
-  std::sort(times.begin(), times.end());
-  size_t mid = times.size() / 2;
-  return times.size() % 2 ? times[mid] : (times[mid - 1] + times[mid]) / 2;
+  return median(std::move(times));
 }
 
 namespace {
@@ -61,12 +70,6 @@ struct CapturedGraph {
   CapturedGraph(const CapturedGraph&) = delete;
   CapturedGraph& operator=(const CapturedGraph&) = delete;
 };
-
-float median(std::vector<float> times) {
-  std::sort(times.begin(), times.end());
-  size_t mid = times.size() / 2;
-  return times.size() % 2 ? times[mid] : (times[mid - 1] + times[mid]) / 2;
-}
 
 }  // namespace
 
@@ -102,7 +105,7 @@ float time_in_graph_ms(const std::function<void()>& launch, int warmup, int reps
   stops.back().synchronize();
   std::vector<float> times;
   for (int i = 0; i < reps; ++i) times.push_back(stops[i].elapsed_ms_since(starts[i]) / static_cast<float>(per_graph));
-  return median(times);
+  return median(std::move(times));
 }
 
 double measure_copy_bandwidth_gbs(size_t bytes) {
