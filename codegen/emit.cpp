@@ -75,7 +75,7 @@ std::string emit_cuda(const std::vector<ir::Kernel>& kernels) {
   s += "\n// N consecutive elements moved as one aligned access (16 bytes when sizeof(T) * N == 16).\n";
   s += "template <class T, int N> struct alignas(sizeof(T) * N) kiln_vec { T v[N]; };\n";
   std::string helpers =
-      helper_definitions(code) + gemm_helper_definitions(code) + gemm_wgmma_helper_definitions(code) +
+      helper_definitions(code) + gemm_helper_definitions(code) + gemm_wgmma_helper_definitions(code) + gemv_helper_definitions(code) +
       attention_helper_definitions(code);
   if (!helpers.empty()) s += "\n" + helpers;
   return s + code;

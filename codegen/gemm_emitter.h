@@ -26,4 +26,11 @@ LaunchDims gemm_launch_dims(const ir::Kernel& k);
 std::string emit_gemm_wgmma(const ir::Kernel& k);
 LaunchDims gemm_wgmma_launch_dims(const ir::Kernel& k);
 
+// The gemv schedule (codegen/gemm_gemv_emitter.cpp): a few rows against a weight, its
+// pieces streamed into registers (and dequantised there) without a shared-memory
+// pipeline. Its device helpers come with the file's prelude.
+std::string emit_gemm_gemv(const ir::Kernel& k);
+LaunchDims gemm_gemv_launch_dims(const ir::Kernel& k);
+std::string gemv_helper_definitions(const std::string& code);
+
 }  // namespace kiln::codegen

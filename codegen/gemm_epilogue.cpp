@@ -22,7 +22,7 @@ GemmEpilogue::GemmEpilogue(const ir::Kernel& k, const std::vector<std::string>& 
     : k_(k), params_(params), vec_(vec) {
   for (size_t i = 0; i < k.args.size(); ++i) {
     const int a = static_cast<int>(i);
-    if (a == k.gemm.a.arg || a == k.gemm.b.arg) continue;
+    if (ir::gemm_operand_arg(k, a)) continue;
     (k.args[i].is_output ? outputs_ : inputs_).push_back(a);
   }
   for (size_t id = 0; id < k.body.size(); ++id)
@@ -76,7 +76,7 @@ std::string GemmEpilogue::element_function() const {
                                           : "acc";
         break;
       case ScalarKind::Load:
-        if (op.arg == k_.gemm.a.arg || op.arg == k_.gemm.b.arg)
+        if (ir::gemm_operand_arg(k_, op.arg))
           throw Error(fmt::format("kernel @{}: the epilogue loads an operand of the product", k_.name));
         value = load_expr(op.dtype, fmt::format("a{}", position(inputs_, op.arg)));
         break;
@@ -130,6 +130,8 @@ std::string element_bits(DType t, const std::string& value, int i) {
     case DType::f32: return fmt::format("__float_as_uint({})", e);
     case DType::i32: return fmt::format("(unsigned){}", e);
     case DType::i1: return fmt::format("(unsigned){}", e);
+    case DType::i8: return fmt::format("(unsigned)(unsigned char){}", e);
+    case DType::i4: break;  // never an output (cast rejects i4 results)
   }
   return e;
 }

@@ -46,6 +46,8 @@ OperandLoad::OperandLoad(const ir::Kernel& k, bool operand_a, const std::string&
   outer_always_in_ = outer_ % tile_outer == 0;
   k_always_in_ = k.gemm.k % bk == 0;
   vector_source_ = ir::gemm_operand_vector_loads(k, operand_a);
+  dequant_ = (operand_a ? k.gemm.a : k.gemm.b).dequant.active();
+  word_loads_ = dequant_ && ir::gemm_dequant_word_loads(k);
 }
 
 std::string OperandLoad::describe() const {
@@ -53,6 +55,9 @@ std::string OperandLoad::describe() const {
   const ir::KernelArg& arg = k_.args.at(static_cast<size_t>(op.arg));
   std::string how = async_ ? "16-byte cp.async copies"
                            : vector_source_ ? "vector loads through registers" : "element loads through registers";
+  if (dequant_)
+    how = fmt::format("{} {} weights through registers, dequantised with a scale per {} elements of K",
+                      word_loads_ ? "word loads of" : "element loads of", dtype_name(arg.type.dtype), op.dequant.group);
   return fmt::format("{} %{}: {} contiguous, {}{}; shared tile {} x {} (swizzled 16-byte chunks)", a_ ? "A" : "B",
                      arg.name, k_contiguous_ ? "K" : (a_ ? "M" : "N"), how,
                      op.prologue.empty() ? "" : ", prologue on every element", tile_.rows, tile_.cols);
@@ -87,6 +92,7 @@ std::string both(const std::string& x, const std::string& y) {
 }  // namespace
 
 std::string OperandLoad::setup(const std::string& outer0) const {
+  if (dequant_) return dequant_setup(outer0);
   const ir::GemmOperand& op = a_ ? k_.gemm.a : k_.gemm.b;
   const ir::KernelArg& arg = k_.args.at(static_cast<size_t>(op.arg));
   const ir::GemmLayout l = ir::gemm_layout(k_, a_);
@@ -116,6 +122,7 @@ std::string OperandLoad::setup(const std::string& outer0) const {
 }
 
 std::string OperandLoad::issue(const std::string& in, const std::string& stage, const std::string& k0) const {
+  if (dequant_) return dequant_issue(in, k0);
   const ir::GemmOperand& op = a_ ? k_.gemm.a : k_.gemm.b;
   const ir::KernelArg& arg = k_.args.at(static_cast<size_t>(op.arg));
   const std::string n = name(), src_type(storage_type(arg.type.dtype));
@@ -168,6 +175,7 @@ std::string OperandLoad::issue(const std::string& in, const std::string& stage, 
 
 std::string OperandLoad::commit(const std::string& in, const std::string& stage, const std::string& k0) const {
   if (async_) return "";
+  if (dequant_) return dequant_commit(in, stage, k0);
   const ir::GemmOperand& op = a_ ? k_.gemm.a : k_.gemm.b;
   const ir::KernelArg& arg = k_.args.at(static_cast<size_t>(op.arg));
   const std::string n = name();

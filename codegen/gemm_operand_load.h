@@ -7,7 +7,10 @@
 // tile for T threads, as one cp.async each (async) or, where a chunk is not 16-byte
 // aligned in memory or the operand has a prologue, through registers: loaded at issue
 // time (one element at a time where alignment demands), converted and stored to shared
-// memory at commit time, while the tile before it is being multiplied.
+// memory at commit time, while the tile before it is being multiplied. A dequantised
+// operand (i8 / i4 weights, gemm_dequant_load.cpp) always goes through registers: its
+// packed elements and each chunk's scale load at issue time and become f16 / bf16 at
+// commit time.
 #pragma once
 #include <string>
 
@@ -55,6 +58,12 @@ public:
   std::string commit(const std::string& indent, const std::string& stage, const std::string& k0) const;
 
 private:
+  // The dequantised operand's three steps (gemm_dequant_load.cpp).
+  std::string dequant_setup(const std::string& outer0) const;
+  std::string dequant_issue(const std::string& indent, const std::string& k0) const;
+  std::string dequant_commit(const std::string& indent, const std::string& stage, const std::string& k0) const;
+  std::string dequant_dst() const;
+
   std::string chunk_guard(const std::string& i) const;
   std::string outer_in(const std::string& i) const;  // the chunk's row / columns inside M or N
   std::string k_in(const std::string& i, const std::string& k0, const std::string& j) const;
@@ -77,6 +86,8 @@ private:
   int tile_outer_ = 0;
   bool outer_always_in_ = false;
   bool k_always_in_ = false;
+  bool dequant_ = false;     // i8 / i4 weights with group scales
+  bool word_loads_ = false;  // dequantised: each chunk's 8 elements load as aligned words
 };
 
 }  // namespace kiln::codegen

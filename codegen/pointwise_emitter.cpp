@@ -63,6 +63,8 @@ public:
       (a.is_output ? outputs_ : inputs_).push_back(static_cast<int>(i));
       position_.push_back(static_cast<int>((a.is_output ? outputs_ : inputs_).size()) - 1);
       args_.push_back(Access{space_.arg_strides[i], classify(space_.arg_strides[i], true)});
+      // Packed i4 elements have no vector or array access: each is read through kiln_load_i4.
+      if (a.type.dtype == DType::i4 && !a.is_output) args_.back().mode = Mode::PerElement;
     }
     for (size_t id = 0, j = 0; id < k.body.size(); ++id) {
       if (k.body[id].kind != ScalarKind::Index) continue;
@@ -82,6 +84,11 @@ public:
 private:
   std::string lit(int64_t v) const { return std::to_string(v) + (wide_ ? "ull" : "u"); }
   std::string_view type_of(int arg) const { return storage_type(k_.args[arg].type.dtype); }
+  // The element of input `arg` at element offset `at`.
+  std::string read(int arg, const std::string& at) const {
+    if (k_.args[arg].type.dtype == DType::i4) return fmt::format("kiln_load_i4({}, {})", param_[arg], at);
+    return fmt::format("{}[{}]", param_[arg], at);
+  }
   std::string vec_type(int arg) const { return fmt::format("kiln_vec<{}, {}>", type_of(arg), vec_); }
 
   static const char* mode_name(Mode m) {
@@ -113,7 +120,9 @@ private:
 
   std::string element_function() const {
     std::vector<std::string> params;
-    for (int i : inputs_) params.push_back(fmt::format("const {} a{}", type_of(i), position_[i]));
+    for (int i : inputs_)
+      params.push_back(fmt::format("const {} a{}", k_.args[i].type.dtype == DType::i4 ? "int" : type_of(i),
+                                   position_[i]));
     for (size_t j = 0; j < index_ops_.size(); ++j) params.push_back(fmt::format("const {} x{}", idx_, j));
     for (int i : outputs_) params.push_back(fmt::format("{}& o{}", type_of(i), position_[i]));
     std::string s = fmt::format("static __device__ __forceinline__ void {}_element({}) {{\n", k_.name,
@@ -231,7 +240,7 @@ private:
         case Mode::Strided:
           args.push_back(fmt::format("{}[off{} + ({})j * {}]", param_[i], i, idx_, lit(a.strides.back())));
           break;
-        case Mode::PerElement: args.push_back(fmt::format("{}[{}]", param_[i], offset(a.strides, "e"))); break;
+        case Mode::PerElement: args.push_back(read(i, offset(a.strides, "e"))); break;
       }
     }
     for (size_t j = 0; j < indices_.size(); ++j) {
@@ -264,7 +273,7 @@ private:
     std::vector<std::string> args;
     for (int i : inputs_) {
       const std::string at = args_[i].mode == Mode::Contiguous ? "i" : offset(args_[i].strides, "e");
-      args.push_back(fmt::format("{}[{}]", param_[i], at));
+      args.push_back(read(i, at));
     }
     for (const Access& a : indices_) args.push_back(a.mode == Mode::Contiguous ? "i" : offset(a.strides, "e"));
     for (int i : outputs_) args.push_back(fmt::format("{}[i]", param_[i]));

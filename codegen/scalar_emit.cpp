@@ -66,6 +66,14 @@ constexpr DeviceHelper kHelpers[] = {
     {"kiln_div_i32",  // i32 division truncates; dividing by zero gives 0, as Kiln defines it
      "static __device__ __forceinline__ int kiln_div_i32(int a, int b) {\n"
      "  return b == 0 ? 0 : kiln_sat_i32((long long)a / b);\n}\n"},
+    {"kiln_sat_i8",
+     "static __device__ __forceinline__ int kiln_sat_i8(int v) { return v > 127 ? 127 : v < -128 ? -128 : v; }\n"},
+    {"kiln_i4_value",  // the low nibble of x as a signed 4-bit integer: 8..15 are -8..-1
+     "static __device__ __forceinline__ int kiln_i4_value(unsigned x) {\n"
+     "  const int v = (int)(x & 15u);\n  return v - ((v & 8) << 1);\n}\n"},
+    {"kiln_load_i4",  // element i of a packed i4 tensor: byte i / 2, the low nibble for even i
+     "static __device__ __forceinline__ int kiln_load_i4(const unsigned char* p, unsigned long long i) {\n"
+     "  return kiln_i4_value((unsigned)p[i >> 1] >> ((int)(i & 1) * 4));\n}\n"},
     {"kiln_abs_i32",
      "static __device__ __forceinline__ int kiln_abs_i32(int a) { return a < 0 ? kiln_sat_i32(-(long long)a) : a; }\n"},
     {"kiln_max",  // NaN-propagating, as torch.maximum
@@ -269,12 +277,15 @@ std::string rounded(DType t, const std::string& x) {
 std::string cast_expr(DType from, DType to, const std::string& x) {
   if (from == to) return x;
   const std::string source = rounded(from, x);
-  if (to == DType::i1) return from == DType::i32 || from == DType::i1 ? "(" + x + " != 0)" : "(" + source + " != 0.0f)";
-  if (to == DType::i32) {
-    if (from == DType::i1) return "(" + x + " ? 1 : 0)";
-    return "__float2int_rz(" + source + ")";  // truncates, saturates, NaN -> 0
+  const bool from_int = from == DType::i32 || is_storage_only(from);  // an int register
+  if (to == DType::i1) return from_int || from == DType::i1 ? "(" + x + " != 0)" : "(" + source + " != 0.0f)";
+  if (to == DType::i32 || to == DType::i8) {
+    std::string as_int = from == DType::i1 ? "(" + x + " ? 1 : 0)"
+                         : from_int        ? x
+                                           : "__float2int_rz(" + source + ")";  // truncates, saturates, NaN -> 0
+    return to == DType::i8 && from != DType::i1 && from != DType::i4 ? "kiln_sat_i8(" + as_int + ")" : as_int;
   }
-  std::string as_float = from == DType::i1 ? "(" + x + " ? 1.0f : 0.0f)" : from == DType::i32 ? "(float)" + x : source;
+  std::string as_float = from == DType::i1 ? "(" + x + " ? 1.0f : 0.0f)" : from_int ? "(float)" + x : source;
   return rounded(to, as_float);
 }
 
@@ -283,7 +294,7 @@ std::string cast_expr(DType from, DType to, const std::string& x) {
 std::string_view register_type(DType t) {
   switch (t) {
     case DType::f32: case DType::f16: case DType::bf16: return "float";
-    case DType::i32: return "int";
+    case DType::i32: case DType::i8: case DType::i4: return "int";
     case DType::i1: return "bool";
   }
   return "?";
@@ -296,6 +307,8 @@ std::string_view storage_type(DType t) {
     case DType::bf16: return "__nv_bfloat16";
     case DType::i32: return "int";
     case DType::i1: return "unsigned char";
+    case DType::i8: return "signed char";
+    case DType::i4: return "unsigned char";  // two elements a byte: read through kiln_load_i4
   }
   return "?";
 }
@@ -305,7 +318,8 @@ std::string load_expr(DType t, const std::string& element) {
     case DType::f16: return "__half2float(" + element + ")";
     case DType::bf16: return "__bfloat162float(" + element + ")";
     case DType::i1: return "(" + element + " != 0)";
-    default: return element;
+    case DType::i8: return "(int)" + element;
+    default: return element;  // i4: kiln_load_i4 already gives an int
   }
 }
 
@@ -314,6 +328,7 @@ std::string store_expr(DType t, const std::string& value) {
     case DType::f16: return "__float2half_rn(" + value + ")";
     case DType::bf16: return "__float2bfloat16_rn(" + value + ")";
     case DType::i1: return "(unsigned char)(" + value + " ? 1 : 0)";
+    case DType::i8: return "(signed char)(" + value + ")";  // the cast saturated it
     default: return value;
   }
 }

@@ -18,6 +18,8 @@ inline constexpr DType f16 = DType::f16;
 inline constexpr DType bf16 = DType::bf16;
 inline constexpr DType i32 = DType::i32;
 inline constexpr DType i1 = DType::i1;
+inline constexpr DType i8 = DType::i8;
+inline constexpr DType i4 = DType::i4;
 
 class Graph;
 class Tensor;

@@ -182,6 +182,14 @@ Tensor transpose(const Tensor& x, const Axes& perm, Loc loc) {
   return node(OpKind::Transpose, {&x}, loc, attrs_of({{"perm", perm}}));
 }
 
+// ---- quantised weights ----
+Tensor dequant(const Tensor& w, const Tensor& scales, int64_t group, Loc loc) {
+  return node(OpKind::Dequant, {&w, &scales}, loc, attrs_of({{"group", group}}));
+}
+Tensor dequant(const Tensor& w, const Tensor& scales, const Tensor& zeros, int64_t group, Loc loc) {
+  return node(OpKind::Dequant, {&w, &scales, &zeros}, loc, attrs_of({{"group", group}}));
+}
+
 // ---- matmul ----
 Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b, Loc loc) {
   return node(OpKind::Matmul, {&a, &b}, loc, attrs_of({{"transpose_a", transpose_a}, {"transpose_b", transpose_b}}));

@@ -89,6 +89,12 @@ Tensor broadcast_to(const Tensor& x, Shape shape, Loc loc = Loc::current());
 Tensor reshape(const Tensor& x, Shape shape, Loc loc = Loc::current());
 Tensor transpose(const Tensor& x, const Axes& perm, Loc loc = Loc::current());
 
+// ---- quantised weights ----
+// (w - z) * s with one scale s (and zero point z) per `group` elements of w's last axis:
+// w is i8 or i4, s (and z) have w's shape with the last axis divided by `group`.
+Tensor dequant(const Tensor& w, const Tensor& scales, int64_t group, Loc loc = Loc::current());
+Tensor dequant(const Tensor& w, const Tensor& scales, const Tensor& zeros, int64_t group, Loc loc = Loc::current());
+
 // ---- matmul (batched over leading dimensions) ----
 Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false, bool transpose_b = false,
               Loc loc = Loc::current());

@@ -13,12 +13,14 @@ std::string_view dtype_name(DType t) {
     case DType::bf16: return "bf16";
     case DType::i32: return "i32";
     case DType::i1: return "i1";
+    case DType::i8: return "i8";
+    case DType::i4: return "i4";
   }
   return "?";
 }
 
 std::optional<DType> parse_dtype(std::string_view name) {
-  for (DType t : {DType::f32, DType::f16, DType::bf16, DType::i32, DType::i1})
+  for (DType t : {DType::f32, DType::f16, DType::bf16, DType::i32, DType::i1, DType::i8, DType::i4})
     if (dtype_name(t) == name) return t;
   return std::nullopt;
 }
@@ -27,13 +29,16 @@ int dtype_bytes(DType t) {
   switch (t) {
     case DType::f32: case DType::i32: return 4;
     case DType::f16: case DType::bf16: return 2;
-    case DType::i1: return 1;
+    case DType::i1: case DType::i8: case DType::i4: return 1;
   }
   return 0;
 }
 
+int dtype_bits(DType t) { return t == DType::i4 ? 4 : 8 * dtype_bytes(t); }
+
 bool is_float(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
 bool is_integer(DType t) { return t == DType::i32; }
+bool is_storage_only(DType t) { return t == DType::i8 || t == DType::i4; }
 
 uint16_t float_to_half_bits(float f) {
   uint32_t x = std::bit_cast<uint32_t>(f);
@@ -96,6 +101,11 @@ double round_to(DType t, double x) {
       return std::fmin(c, static_cast<double>(std::numeric_limits<int32_t>::max())) + 0.0;
     }
     case DType::i1: return x != 0 ? 1.0 : 0.0;
+    case DType::i8: case DType::i4: {
+      if (std::isnan(x)) return 0;
+      const double top = t == DType::i8 ? 127 : 7;
+      return std::fmin(std::fmax(std::trunc(x), -top - 1), top) + 0.0;
+    }
   }
   return x;
 }

@@ -25,6 +25,9 @@ Value* Graph::add_input(const std::string& name, TensorType type) {
     if (in->name == name) throw Error(fmt::format("graph '{}': input '{}' is defined twice", name_, name));
   for (int64_t d : type.shape)
     if (d <= 0) throw Error(fmt::format("input '{}': dimensions must be positive, got {}", name, type.str()));
+  if (type.dtype == DType::i4 && (type.shape.empty() || type.shape.back() % 2 != 0))
+    throw Error(fmt::format("input '{}': {}: an i4 tensor packs two elements a byte along its last axis, whose size "
+                            "must be even", name, type.str()));
   Value* v = new_value(std::move(type), name, nullptr);
   inputs_.push_back(v);
   return v;

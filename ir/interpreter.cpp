@@ -47,6 +47,7 @@ HostTensor evaluate_node(const Node& n, const Args& a) {
     case OpCategory::Reduce: return interp::eval_reduce(n, *a[0]);
     case OpCategory::View: return interp::eval_view(n, *a[0]);
     case OpCategory::Matmul: return interp::eval_matmul(n, *a[0], *a[1]);
+    case OpCategory::Dequant: return interp::eval_dequant(n, a);
     case OpCategory::Composite: return interp::eval_composite(n, a);
   }
   throw Error(fmt::format("evaluate: op {} has no reference semantics", op_name(n.op)));

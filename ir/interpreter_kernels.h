@@ -122,6 +122,7 @@ HostTensor eval_source(const Node& n);  // const, iota
 HostTensor eval_reduce(const Node& n, const HostTensor& x);
 HostTensor eval_view(const Node& n, const HostTensor& x);  // broadcast, reshape, transpose
 HostTensor eval_matmul(const Node& n, const HostTensor& a, const HostTensor& b);
+HostTensor eval_dequant(const Node& n, const Args& args);  // integer weights times group scales
 HostTensor eval_composite(const Node& n, const Args& args);  // softmax, log_softmax, norms, attention
 
 }  // namespace kiln::ir::interp

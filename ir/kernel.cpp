@@ -130,9 +130,13 @@ void verify(const Kernel& k) {
   for (size_t i = 0; i < k.args.size(); ++i) {
     const KernelArg& a = k.args[i];
     if (!names.insert(a.name).second) fail(fmt::format("argument %{} is named twice", a.name));
+    const bool dequantised = k.kind == KernelKind::Gemm && k.gemm.b.dequant.active() &&
+                             static_cast<int>(i) == k.gemm.b.arg;
+    if (is_storage_only(a.type.dtype) && k.kind != KernelKind::Pointwise && !dequantised && !gemm_operand_arg(k, static_cast<int>(i)))
+      fail(fmt::format("argument %{} holds {}: only pointwise kernels and dequantised gemm operands read i8 and i4",
+                       a.name, a.type.str()));
     // A gemm's operands span their own [batch..., rows, cols]; verify_gemm checks them.
-    if (k.kind == KernelKind::Gemm && (static_cast<int>(i) == k.gemm.a.arg || static_cast<int>(i) == k.gemm.b.arg))
-      continue;
+    if (gemm_operand_arg(k, static_cast<int>(i))) continue;
     // An attention kernel's operands and output span their own spaces; verify_attention checks them.
     if (k.kind == KernelKind::Attention && (a.is_output || attention_operand(k, static_cast<int>(i)))) continue;
     if (a.strides.size() != rank)
@@ -309,8 +313,7 @@ std::string print(const Kernel& k) {
   std::string out = fmt::format("kernel @{} {}(", k.name, kernel_kind_name(k.kind));
   for (size_t i = 0; i < k.args.size(); ++i) {
     // A gemm's operands print their layout on the matmul line instead.
-    const bool operand = (k.kind == KernelKind::Gemm && (static_cast<int>(i) == k.gemm.a.arg ||
-                                                         static_cast<int>(i) == k.gemm.b.arg)) ||
+    const bool operand = gemm_operand_arg(k, static_cast<int>(i)) ||
                          (k.kind == KernelKind::Attention && attention_operand(k, static_cast<int>(i)));
     const KernelArg& a = k.args[i];
     out += (i ? ", " : "") + (operand ? fmt::format("%{}: {}", a.name, a.type.str()) : arg_str(a, space));

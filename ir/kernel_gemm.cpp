@@ -21,6 +21,41 @@ Shape operand_space(const GemmCore& g, bool operand_a) {
 
 std::string strides_str(const std::vector<int64_t>& v) { return fmt::format("[{}]", fmt::join(v, ",")); }
 
+// A dequantised operand: B, an i8 / i4 weight [N, K] read K-contiguous with rows of K
+// (a weight every batch entry shares), f16 or bf16 products, scales (and zero points)
+// [N, K / group] in arguments of their own.
+template <class Fail>
+void verify_dequant(const Kernel& k, bool operand_a, const Fail& fail) {
+  const GemmCore& g = k.gemm;
+  const GemmOperand& op = operand_a ? g.a : g.b;
+  const KernelArg& w = k.args.at(static_cast<size_t>(op.arg));
+  if (operand_a) fail("operand A cannot be dequantised (weights are operand B)");
+  if (!is_storage_only(w.type.dtype)) fail(fmt::format("dequantised operand %{} holds {}, not i8 or i4", w.name, w.type.str()));
+  if (!op.prologue.empty()) fail("a dequantised operand has no prologue");
+  if (g.operand_dtype != DType::f16 && g.operand_dtype != DType::bf16)
+    fail(fmt::format("dequantised weights feed f16 or bf16 products, not {}", dtype_name(g.operand_dtype)));
+  const GemmLayout l = gemm_layout(k, false);
+  if (w.type.shape != Shape{g.n, g.k} || !l.k_contiguous || l.ld != g.k)
+    fail(fmt::format("dequantised operand %{} ({}) must be a [N, K] = [{}, {}] weight read K-contiguous", w.name,
+                     w.type.str(), g.n, g.k));
+  for (int64_t s : l.batch_strides)
+    if (s != 0) fail(fmt::format("dequantised operand %{} must be shared by every batch entry", w.name));
+  if (op.dequant.group < 1 || g.k % op.dequant.group != 0)
+    fail(fmt::format("dequant group {} does not divide K = {}", op.dequant.group, g.k));
+  const Shape groups{g.n, g.k / op.dequant.group};
+  for (int arg : {op.dequant.scale, op.dequant.zero}) {
+    if (arg < 0 && arg == op.dequant.zero) continue;
+    if (arg < 0 || static_cast<size_t>(arg) >= k.args.size()) fail("the dequant scales name no argument");
+    const KernelArg& s = k.args[static_cast<size_t>(arg)];
+    if (s.is_output || s.type.shape != groups)
+      fail(fmt::format("dequant argument %{} ({}) must be an input of shape {}", s.name, s.type.str(), shape_str(groups)));
+    const bool zero_of_weight_type = arg == op.dequant.zero && s.type.dtype == w.type.dtype;
+    if (!is_float(s.type.dtype) && !zero_of_weight_type)
+      fail(fmt::format("dequant argument %{} holds {}; scales and zero points are floats (or zero points of the "
+                       "weights' type)", s.name, dtype_name(s.type.dtype)));
+  }
+}
+
 }  // namespace
 
 GemmLayout gemm_layout(const Kernel& k, bool operand_a) {
@@ -60,13 +95,24 @@ bool chunks_aligned(const Kernel& k, bool operand_a, int64_t chunk) {
 
 bool gemm_operand_async(const Kernel& k, bool operand_a) {
   const GemmOperand& op = operand_a ? k.gemm.a : k.gemm.b;
-  return op.prologue.empty() && chunks_aligned(k, operand_a, 16 / dtype_bytes(k.gemm.operand_dtype));
+  return op.prologue.empty() && !op.dequant.active() &&
+         chunks_aligned(k, operand_a, 16 / dtype_bytes(k.gemm.operand_dtype));
 }
+
+bool gemm_operand_arg(const Kernel& k, int arg) {
+  if (k.kind != KernelKind::Gemm) return false;
+  for (const GemmOperand* op : {&k.gemm.a, &k.gemm.b})
+    if (arg == op->arg || (op->dequant.active() && (arg == op->dequant.scale || arg == op->dequant.zero))) return true;
+  return false;
+}
+
+bool gemm_dequant_word_loads(const Kernel& k) { return k.gemm.b.dequant.active() && chunks_aligned(k, false, 8); }
 
 bool gemm_operand_vector_loads(const Kernel& k, bool operand_a) {
   const GemmOperand& op = operand_a ? k.gemm.a : k.gemm.b;
   const int64_t chunk = 16 / dtype_bytes(k.gemm.operand_dtype);
   const int src_bytes = dtype_bytes(k.args.at(static_cast<size_t>(op.arg)).type.dtype);
+  if (op.dequant.active()) return false;  // its loads are gemm_dequant_word_loads'
   return chunk * src_bytes <= 32 && chunks_aligned(k, operand_a, chunk);
 }
 
@@ -118,6 +164,11 @@ std::string gemm_core_str(const Kernel& k) {
     const GemmLayout l = gemm_layout(k, a);
     std::string s = fmt::format("{} %{} strides{} [{} contiguous]", a ? "a" : "b", arg.name, strides_str(arg.strides),
                                 l.k_contiguous ? "K" : (a ? "M" : "N"));
+    if (op.dequant.active()) {
+      s += fmt::format(" dequant {{scales %{}", k.args.at(static_cast<size_t>(op.dequant.scale)).name);
+      if (op.dequant.zero >= 0) s += fmt::format(", zeros %{}", k.args.at(static_cast<size_t>(op.dequant.zero)).name);
+      s += fmt::format(", group {}}}", op.dequant.group);
+    }
     if (!op.prologue.empty()) {
       s += " prologue {";
       for (size_t id = 0; id < op.prologue.size(); ++id)
@@ -169,6 +220,10 @@ void verify_gemm(const Kernel& k) {
     if (!(k_stride == 1 || k_one) && !(other == 1 || other_one))
       fail(fmt::format("operand {} (%{}) strides {} have no contiguous matrix dim (stride 1 along K or along {})",
                        which, arg.name, strides_str(arg.strides), a ? "M" : "N"));
+    if (op.dequant.active()) {
+      verify_dequant(k, a, fail);
+      continue;
+    }
     // The prologue: loads of the operand, element-wise ops, a last value of the operand dtype.
     const DType want = op.prologue.empty() ? arg.type.dtype : op.prologue.back().dtype;
     if (want != g.operand_dtype)

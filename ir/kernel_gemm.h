@@ -36,6 +36,18 @@ namespace kiln::ir {
 struct Kernel;
 struct ScalarOp;
 
+// A dequantised operand: a weight stored [N, K] (B, K contiguous) as i8 or i4 whose
+// element (k, n) is (w[n, k] - zero[n, k / group]) * scale[n, k / group], computed in
+// fp32 and rounded to the operand dtype, as the graph's dequant computes it. The scales
+// and zero points are kernel arguments of shape [N, K / group] (strides over the
+// logical operand [batch..., K, N]: 0 along K, whose index is divided by the group).
+struct GemmDequant {
+  int scale = -1;  // the Kernel::args entry of the scales; -1: the operand is not dequantised
+  int zero = -1;   // of the zero points, or -1
+  int64_t group = 0;
+  bool active() const { return scale >= 0; }
+};
+
 // One operand of the product.
 struct GemmOperand {
   int arg = -1;  // the Kernel::args entry it reads
@@ -43,6 +55,7 @@ struct GemmOperand {
   // last op's value is the operand element (of the product's operand dtype). Empty: the
   // stored element as it is.
   std::vector<ScalarOp> prologue;
+  GemmDequant dequant;  // instead of a prologue, for integer weights
 };
 
 struct GemmCore {
@@ -87,6 +100,13 @@ bool gemm_operand_tma(const Kernel& k, bool operand_a);
 bool gemm_operand_stageable(const Kernel& k, bool operand_a);
 // The padded row length (elements) of a staged operand's copy.
 int64_t gemm_staged_ld(const Kernel& k, bool operand_a);
+
+// Whether argument `arg` belongs to the product's operands (A, B, or a dequantised
+// operand's scales and zero points) rather than to the epilogue.
+bool gemm_operand_arg(const Kernel& k, int arg);
+// Whether a dequantised operand's rows can load as aligned words: 8 elements (4 bytes of
+// i4, 8 of i8) at a time, every row starting at a multiple of 8 elements with K too.
+bool gemm_dequant_word_loads(const Kernel& k);
 
 // "f16", "bf16", "f32" or "tf32": what the products multiply.
 std::string gemm_compute_name(const GemmCore& g);

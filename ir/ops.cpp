@@ -32,6 +32,7 @@ std::vector<AttrSpec> schema_for(OpKind k) {
     case OpKind::LayerNorm: return {{"axis", K::Int, AttrValue{int64_t{-1}}}, {"eps", K::Float, AttrValue{1e-5}}};
     case OpKind::RmsNorm: return {{"axis", K::Int, AttrValue{int64_t{-1}}}, {"eps", K::Float, AttrValue{1e-6}}};
     case OpKind::Attention: return {{"scale", K::Float, std::nullopt}, {"causal", K::Bool, AttrValue{false}}};
+    case OpKind::Dequant: return {{"group", K::Int, std::nullopt}};
     default: return {};
   }
 }
@@ -101,6 +102,15 @@ TensorType need_annotation(OpKind k, const std::vector<TensorType>& in, const st
   return *a;
 }
 
+// i8 and i4 hold quantised weights: dequant and cast read them, views move them, and
+// nothing else computes on them.
+void reject_storage_only(OpKind k, const std::vector<TensorType>& in) {
+  for (const auto& t : in)
+    if (is_storage_only(t.dtype))
+      fail(k, in, fmt::format("{} is a storage type for quantised weights: dequant or cast it to a float or i32 first",
+                              dtype_name(t.dtype)));
+}
+
 void check_positive_dims(OpKind k, const std::vector<TensorType>& in) {
   for (const auto& t : in)
     for (int64_t d : t.shape)
@@ -121,6 +131,7 @@ TensorType infer_reduce(OpKind k, const std::vector<TensorType>& in, const Attrs
   // Averages, exponentials and variances have no integer meaning.
   if (k == OpKind::ReduceMean || k == OpKind::ReduceLogSumExp || k == OpKind::ReduceVar) require_float(k, in, x);
   if (x.dtype == DType::i1) fail(k, in, "cannot reduce i1 values; cast them first");
+  reject_storage_only(k, in);
   bool keep = attrs.get_bool("keepdim");
   Shape out;
   for (int i = 0; i < x.rank(); ++i) {
@@ -148,6 +159,32 @@ TensorType infer_matmul(OpKind k, const std::vector<TensorType>& in, const Attrs
   out.push_back(m);
   out.push_back(n);
   return {a.dtype, out};
+}
+
+TensorType infer_dequant(OpKind k, const std::vector<TensorType>& in, const Attrs& attrs) {
+  if (in.size() < kDequantMinOperands || in.size() > kDequantMaxOperands)
+    fail(k, in, fmt::format("expects 2 or 3 operands (weights, scales[, zero points]), got {}", in.size()));
+  const TensorType &w = in[0], &s = in[1];
+  if (!is_storage_only(w.dtype))
+    fail(k, in, fmt::format("the weights must be i8 or i4, got {}", dtype_name(w.dtype)));
+  if (!is_float(s.dtype)) fail(k, in, fmt::format("the scales must be f32, f16 or bf16, got {}", dtype_name(s.dtype)));
+  if (w.rank() < 1) fail(k, in, "the weights must have rank >= 1 (groups run along the last axis)");
+  const int64_t kk = w.shape.back(), group = attrs.get_int("group");
+  if (group < 1 || kk % group != 0)
+    fail(k, in, fmt::format("group = {} must be positive and divide the last axis ({})", group, kk));
+  Shape want = w.shape;
+  want.back() = kk / group;
+  if (s.shape != want)
+    fail(k, in, fmt::format("the scales must have shape {} (one per group of {} along the last axis)", shape_str(want),
+                            group));
+  if (in.size() == 3) {
+    const TensorType& z = in[2];
+    if (z.shape != want) fail(k, in, fmt::format("the zero points must have the scales' shape {}", shape_str(want)));
+    if (z.dtype != s.dtype && z.dtype != w.dtype)
+      fail(k, in, fmt::format("the zero points must have the scales' dtype ({}) or the weights' ({}), got {}",
+                              dtype_name(s.dtype), dtype_name(w.dtype), dtype_name(z.dtype)));
+  }
+  return {s.dtype, w.shape};
 }
 
 TensorType infer_composite(OpKind k, const std::vector<TensorType>& in, const Attrs& attrs) {
@@ -204,7 +241,7 @@ std::optional<OpKind> find_op(std::string_view name, int num_operands) {
   std::optional<OpKind> any;
   for (const auto& info : table()) {
     if (info.name != name) continue;
-    if (info.arity == num_operands) return info.kind;
+    if (info.arity == num_operands || info.arity < 0) return info.kind;
     any = info.kind;
   }
   return any;  // the name exists with another arity: the verifier reports the count
@@ -256,11 +293,12 @@ Attrs complete_attrs(OpKind k, const Attrs& given) {
 TensorType infer_type(OpKind k, const std::vector<TensorType>& in, const Attrs& attrs,
                       const std::optional<TensorType>& annotated) {
   const OpInfo& info = op_info(k);
-  if (static_cast<int>(in.size()) != info.arity)
+  if (info.arity >= 0 && static_cast<int>(in.size()) != info.arity)
     fail(k, in, fmt::format("expects {} operand{}, got {}", info.arity, info.arity == 1 ? "" : "s", in.size()));
   check_positive_dims(k, in);
   switch (info.category) {
     case OpCategory::Unary:
+      reject_storage_only(k, in);
       if (k == OpKind::Neg || k == OpKind::Abs) {
         if (in[0].dtype == DType::i1) fail(k, in, "operand must be numeric, got i1");
       } else {
@@ -276,10 +314,13 @@ TensorType infer_type(OpKind k, const std::vector<TensorType>& in, const Attrs& 
       TensorType out = need_annotation(k, in, annotated);
       if (out.shape != in[0].shape)
         fail(k, in, fmt::format("cast keeps the shape; result {} has another shape", out.str()));
+      if (out.dtype == DType::i4)
+        fail(k, in, "Kiln reads i4 weights but does not write them: cast to i8 or a wider type");
       return out;
     }
     case OpCategory::Binary:
     case OpCategory::Compare: {
+      reject_storage_only(k, in);
       require_same_dtype(k, in, 0);
       if (in[0].dtype == DType::i1 && k != OpKind::Eq && k != OpKind::Ne)
         fail(k, in, "operands must be numeric, got i1");
@@ -290,11 +331,15 @@ TensorType infer_type(OpKind k, const std::vector<TensorType>& in, const Attrs& 
     case OpCategory::Select: {
       if (in[0].dtype != DType::i1)
         fail(k, in, fmt::format("the condition must be i1, got {}", dtype_name(in[0].dtype)));
+      reject_storage_only(k, in);
       require_same_dtype(k, in, 1);
       return {in[1].dtype, broadcast_all(k, in)};
     }
     case OpCategory::Source: {
       TensorType out = need_annotation(k, in, annotated);
+      if (is_storage_only(out.dtype))
+        fail(k, in, fmt::format("{} cannot produce {}, a storage type for quantised weights", info.name,
+                                dtype_name(out.dtype)));
       if (k == OpKind::Iota) {
         if (out.dtype != DType::i32 && !is_float(out.dtype))
           fail(k, in, fmt::format("iota produces i32 or a float type, not {}", dtype_name(out.dtype)));
@@ -335,6 +380,7 @@ TensorType infer_type(OpKind k, const std::vector<TensorType>& in, const Attrs& 
       return out;
     }
     case OpCategory::Matmul: return infer_matmul(k, in, attrs);
+    case OpCategory::Dequant: return infer_dequant(k, in, attrs);
     case OpCategory::Composite: return infer_composite(k, in, attrs);
   }
   fail(k, in, "unknown op category");

@@ -18,7 +18,7 @@ enum class OpKind : uint8_t {
 #undef KILN_OP
 };
 
-enum class OpCategory { Unary, Cast, Binary, Compare, Select, Source, Reduce, View, Matmul, Composite };
+enum class OpCategory { Unary, Cast, Binary, Compare, Select, Source, Reduce, View, Matmul, Dequant, Composite };
 
 struct AttrSpec {
   std::string_view name;
@@ -62,5 +62,7 @@ int single_axis(const Attrs& attrs, int rank);               // for softmax / no
 // (sum, mean, max, min), two for logsumexp (the max and the sum rescaled to it) or
 // three for var (count, mean and sum of squared deviations, merged by Chan's formula).
 int reduce_state_size(OpKind k);
+// Dequant's operand counts: the weights and scales, and optionally zero points.
+inline constexpr int kDequantMinOperands = 2, kDequantMaxOperands = 3;
 
 }  // namespace kiln::ir

@@ -29,7 +29,7 @@ struct TensorType {
 
   int rank() const { return static_cast<int>(shape.size()); }
   int64_t numel() const { return kiln::numel(shape); }
-  int64_t bytes() const { return numel() * dtype_bytes(dtype); }
+  int64_t bytes() const { return (numel() * dtype_bits(dtype) + 7) / 8; }  // i4: two elements a byte
   std::string str() const;  // "f16[8192,4096]"
   bool operator==(const TensorType&) const = default;
 };

@@ -56,6 +56,15 @@ std::vector<std::byte> HostTensor::to_bytes() const {
       for_each_index(n, [&](size_t i) { store(p, i, static_cast<int32_t>(round_to(DType::i32, x[i]))); });
       break;
     case DType::i1: for_each_index(n, [&](size_t i) { p[i] = static_cast<std::byte>(x[i] != 0 ? 1 : 0); }); break;
+    case DType::i8:
+      for_each_index(n, [&](size_t i) { store(p, i, static_cast<int8_t>(round_to(DType::i8, x[i]))); });
+      break;
+    case DType::i4:  // byte b holds elements 2b (low nibble) and 2b + 1 (high)
+      for_each_index(out.size(), [&](size_t b) {
+        auto nibble = [&](size_t i) { return i < n ? static_cast<unsigned>(round_to(DType::i4, x[i])) & 0xfu : 0u; };
+        p[b] = static_cast<std::byte>(nibble(2 * b) | nibble(2 * b + 1) << 4);
+      });
+      break;
   }
   return out;
 }
@@ -68,6 +77,11 @@ double decode_element(DType t, const void* data, size_t i) {
     case DType::bf16: { uint16_t b; std::memcpy(&b, p + 2 * i, 2); return bf16_bits_to_float(b); }
     case DType::i32: { int32_t n; std::memcpy(&n, p + 4 * i, 4); return n; }
     case DType::i1: return p[i] != std::byte{0} ? 1.0 : 0.0;
+    case DType::i8: return static_cast<int8_t>(p[i]);
+    case DType::i4: {
+      const unsigned nibble = (static_cast<unsigned>(p[i / 2]) >> (4 * (i % 2))) & 0xfu;
+      return nibble >= 8 ? static_cast<double>(nibble) - 16 : static_cast<double>(nibble);
+    }
   }
   return 0;
 }
@@ -95,6 +109,9 @@ HostTensor random_tensor(const TensorType& t, uint64_t seed) {
     switch (dt) {
       case DType::i32: x[i] = sign * static_cast<double>(1 + ((bits >> 11) * 9 >> 53)); break;  // 1..9
       case DType::i1: x[i] = static_cast<double>(bits & 1); break;
+      case DType::i8: x[i] = sign * static_cast<double>(1 + ((bits >> 11) * 127 >> 53)); break;  // 1..127
+      case DType::i4: x[i] = bits & 1 ? static_cast<double>(1 + ((bits >> 11) * 7 >> 53))        // 1..7
+                                      : -static_cast<double>(1 + ((bits >> 11) * 8 >> 53)); break;  // -8..-1
       default: x[i] = round_to(dt, sign * (0.1 + 0.9 * unit)); break;  // +-[0.1, 1)
     }
   });

@@ -1,6 +1,7 @@
 // HostTensor: a tensor on the host, values held as doubles already rounded to
 // the tensor's dtype (the reference interpreter computes on these), with
-// conversion to and from the packed device layout (f16/bf16 bits, i32, i1 bytes).
+// conversion to and from the packed device layout (f16/bf16 bits, i32, i1 and i8 bytes,
+// i4 nibbles two a byte).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -27,7 +28,8 @@ struct HostTensor {
 double decode_element(DType t, const void* data, size_t i);
 
 // Random values that are never zero: uniform in [-1, -0.1] U [0.1, 1] for
-// floats, in [-9, -1] U [1, 9] for i32, and random 0/1 for i1. Deterministic in `seed`.
+// floats, in [-9, -1] U [1, 9] for i32, [-127, -1] U [1, 127] for i8, [-8, -1] U [1, 7]
+// for i4, and random 0/1 for i1. Deterministic in `seed`.
 HostTensor random_tensor(const TensorType& t, uint64_t seed);
 
 }  // namespace kiln

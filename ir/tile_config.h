@@ -87,9 +87,11 @@ struct TileConfig {
 
 // How a gemm kernel's products run: Tensor Cores through mma.sync (f16, bf16, and f32
 // as TF32), fp32 FFMA on CUDA cores (exact f32), or Hopper's warpgroup products
-// (wgmma, sm_90a) on tiles that the copy engine (TMA) loads. Printed by name.
-enum GemmSchedule : int { kNoSchedule = 0, kMmaSync = 1, kSimt = 2, kWgmma = 3 };
-std::string_view gemm_schedule_name(int schedule);  // "mma_sync", "simt", "wgmma"
+// (wgmma, sm_90a) on tiles that the copy engine (TMA) loads, or, for products of a few
+// rows against a weight (decoding), mma.sync fed straight from registers (gemv). Printed
+// by name.
+enum GemmSchedule : int { kNoSchedule = 0, kMmaSync = 1, kSimt = 2, kWgmma = 3, kGemv = 4 };
+std::string_view gemm_schedule_name(int schedule);  // "mma_sync", "simt", "wgmma", "gemv"
 
 // The attention kind's rules (ir/tile_config_attention.cpp).
 void validate_attention(const Kernel& k, const TileConfig& config);
@@ -176,5 +178,18 @@ std::optional<TileConfig> gemm_wgmma_heuristic(const Kernel& k);
 int wgmma_threads(const TileConfig& config);
 int64_t wgmma_stage_bytes(const Kernel& k, const TileConfig& config);
 int64_t wgmma_shared_bytes(const Kernel& k, const TileConfig& config);
+
+// The gemv schedule's rules (ir/tile_config_gemm_gemv.cpp), which the gemm rules call:
+// M <= 16 rows of row-major activations against a weight stored [N, K] (K contiguous,
+// f16 / bf16 or dequantised i8 / i4). A block of warps_n warps owns bn columns (bn / 8
+// weight rows per lane group), its warps splitting K; each lane streams 16 bytes of a
+// weight row at a time, bk elements of K per warp and step.
+bool gemm_gemv_applies(const Kernel& k);
+void validate_gemm_gemv(const Kernel& k, const TileConfig& config);
+std::vector<TileConfig> gemm_gemv_sweep(const Kernel& k);
+TileConfig gemm_gemv_heuristic(const Kernel& k);
+// Elements of K in the 16 bytes a lane loads from a weight row: 8 (f16, bf16), 16 (i8), 32 (i4).
+int gemv_lane_elems(const Kernel& k);
+int64_t gemv_shared_bytes(const TileConfig& config);
 
 }  // namespace kiln::ir

@@ -54,16 +54,19 @@ int64_t output_tiles(const Kernel& k, int bm, int bn) {
 
 int gemm_threads(const TileConfig& c) {
   if (c.schedule == kWgmma) return wgmma_threads(c);
+  if (c.schedule == kGemv) return 32 * c.warps_n;
   return c.schedule == kSimt ? kSimtThreads : 32 * c.warps_m * c.warps_n;
 }
 
 int64_t gemm_k_slice(const Kernel& k, const TileConfig& c) {
   const int64_t split = std::max(1, c.split_k);
-  return ceil_div(ceil_div(k.gemm.k, split), c.bk) * c.bk;
+  const int64_t step = c.schedule == kGemv ? int64_t{c.bk} * c.warps_n : c.bk;  // gemv: a block's step of K
+  return ceil_div(ceil_div(k.gemm.k, split), step) * step;
 }
 
 int64_t gemm_shared_bytes(const Kernel& k, const TileConfig& c) {
   if (c.schedule == kWgmma) return wgmma_shared_bytes(k, c);
+  if (c.schedule == kGemv) return gemv_shared_bytes(c);
   const int64_t esize = dtype_bytes(k.gemm.operand_dtype);
   const int64_t pipeline = int64_t{c.stages} * (int64_t{c.bm} + c.bn) * c.bk * esize;
   if (c.schedule == kSimt) return pipeline;
@@ -82,6 +85,10 @@ void validate_gemm(const Kernel& k, const TileConfig& c) {
     throw Error(fmt::format("kernel @{}: tile config {}: {}", k.name, c.str(), rule));
   };
   const GemmCore& g = k.gemm;
+  if (c.schedule == kGemv) {
+    validate_gemm_gemv(k, c);
+    return;
+  }
   if (c.schedule == kWgmma) {
     validate_gemm_wgmma(k, c);
     if (c.group < 1 || c.group > 64) fail("group must be 1 to 64 tile rows");
@@ -96,7 +103,7 @@ void validate_gemm(const Kernel& k, const TileConfig& c) {
     fail("schedule mma_sync multiplies f16, bf16 or TF32 operands; exact f32 products take schedule simt");
   if (c.schedule == kSimt && tensor_cores)
     fail(fmt::format("schedule simt multiplies exact f32; {} products take schedule mma_sync", gemm_compute_name(g)));
-  if (c.schedule != kMmaSync && c.schedule != kSimt) fail("a gemm config needs schedule mma_sync, simt or wgmma");
+  if (c.schedule != kMmaSync && c.schedule != kSimt) fail("a gemm config needs schedule mma_sync, simt, wgmma or gemv");
   const int esize = dtype_bytes(g.operand_dtype);
   if (c.schedule == kMmaSync) {
     if (c.warps_m < 1 || c.warps_n < 1 || c.warps_m * c.warps_n > 8)
@@ -133,8 +140,9 @@ void validate_gemm(const Kernel& k, const TileConfig& c) {
     const int chunk = 16 / esize;  // elements per 16-byte chunk of the shared tile
     const int64_t per_thread = ceil_div(int64_t{a ? c.bm : c.bn} * c.bk / chunk, threads);
     const int src_bytes = dtype_bytes(k.args.at(static_cast<size_t>((a ? g.a : g.b).arg)).type.dtype);
-    held += per_thread * chunk * src_bytes / 4;
-    if (!gemm_operand_vector_loads(k, a)) element_chunks += per_thread;
+    const bool dequant = (a ? g.a : g.b).dequant.active();  // packed words, a scale and a zero point a chunk
+    held += per_thread * (dequant ? 4 : chunk * src_bytes / 4);
+    if (dequant ? !gemm_dequant_word_loads(k) : !gemm_operand_vector_loads(k, a)) element_chunks += per_thread;
   }
   if (c.schedule == kSimt && element_chunks > 0 && c.bm * c.bn > 64 * 128)
     fail("fp32 operands loaded element by element keep simt tiles at 64 x 128 or smaller (more spills)");
@@ -226,6 +234,7 @@ std::vector<TileConfig> gemm_sweep(const Kernel& k) {
     return out;
   }
   out = gemm_wgmma_sweep(k);
+  for (const TileConfig& c : gemm_gemv_sweep(k)) out.push_back(c);
   const int esize = dtype_bytes(g.operand_dtype);
   for (const MmaShape& s : kMmaShapes) {
     if (!fits(g.m, s.bm) || !fits(g.n, s.bn)) continue;
@@ -288,6 +297,8 @@ TileConfig gemm_heuristic(const Kernel& k) {
                                      .split_k = 1});
   }
   if (std::optional<TileConfig> hopper = gemm_wgmma_heuristic(k)) return *hopper;
+  // Dequantised weights for a few rows: the weight's bytes are the time; gemv streams them.
+  if (g.b.dequant.active() && gemm_gemv_applies(k)) return gemm_gemv_heuristic(k);
   // Measured on the H200 (f16, bench/NOTES.md): 128 x 128 tiles of four 64 x 64 warps,
   // 128 bytes of K a stage and three stages (two blocks an SM) are within a few percent
   // of the best config at 4096^3 and 8192^3 and ahead at 32 x 1024^3. Narrow products

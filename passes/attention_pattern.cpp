@@ -3,6 +3,7 @@
 
 #include <vector>
 
+#include "passes/fuse_reduce.h"
 #include "passes/lower.h"
 
 namespace kiln::passes {
@@ -81,6 +82,7 @@ bool memory_free(const Value* v, std::set<const Node*>& nodes) {
     if (!n) return false;  // a graph input
     if (!seen.insert(n).second) continue;
     if (!is_source(*n) && !is_view(*n) && !ir::is_elementwise(n->op)) return false;
+    if (reads_storage_only(*n)) return false;
     for (const Value* w : n->operands) stack.push_back(w);
   }
   nodes.insert(seen.begin(), seen.end());

@@ -2,10 +2,12 @@
 // rms_norm, attention) into primitive ops of the op table, so that later passes
 // see only primitives; fusion finds the patterns again. Everything stays in the
 // composite's dtype (a fused kernel computes in fp32 inside), except a low-precision
-// softmax or norm over a leading axis, computed in f32 (computes_in_f32).
+// softmax or norm over a leading axis, computed in f32 (computes_in_f32). A dequant that
+// does not fold into a matmul's operand load (passes/dequant_fold.h) is expanded too.
 #include <limits>
 
 #include "ir/ops.h"
+#include "passes/dequant_fold.h"
 #include "passes/pass.h"
 #include "passes/rewrite.h"
 
@@ -155,12 +157,40 @@ Value* expand(Builder& b, const ir::Node& n) {
   return r ? b.typed(OpKind::Cast, {r}, {}, n.result->type) : nullptr;
 }
 
+// (w - z) * s over [..., K / group, group], where each scale is one value of a row of
+// `group` weights (numpy broadcasting lines it up), in f32 (exact for small integer
+// weights and zero points) and rounded once to the result dtype; reshaped back to w's
+// shape at the end.
+Value* expand_dequant(Builder& b, const ir::Node& n) {
+  const TensorType& w = n.operands[0]->type;
+  const int64_t group = n.attrs.get_int("group");
+  Shape split(w.shape.begin(), w.shape.end() - 1), per_group = split;
+  split.push_back(w.shape.back() / group);
+  split.push_back(group);
+  per_group.push_back(w.shape.back() / group);
+  per_group.push_back(1);
+  auto as_f32 = [&](Value* v, const Shape& shape) {
+    Value* r = b.typed(OpKind::Reshape, {v}, {}, TensorType{v->type.dtype, shape});
+    return b.typed(OpKind::Cast, {r}, {}, TensorType{DType::f32, shape});
+  };
+  Value* x = as_f32(n.operands[0], split);
+  if (n.operands.size() > 2) x = b.op(OpKind::Sub, {x, as_f32(n.operands[2], per_group)});
+  x = b.op(OpKind::Mul, {x, as_f32(n.operands[1], per_group)});
+  x = b.typed(OpKind::Cast, {x}, {}, TensorType{n.result->type.dtype, split});
+  return b.typed(OpKind::Reshape, {x}, {}, n.result->type);
+}
+
 class Decompose : public Pass {
 public:
   std::string_view name() const override { return "decompose"; }
 
   bool run(ir::Graph& g) override {
     return rewrite_nodes(g, [&](ir::Node& n) -> Value* {
+      if (n.op == OpKind::Dequant) {
+        if (dequant_folds_into_matmul(g, n)) return nullptr;
+        Builder b(g, n);
+        return expand_dequant(b, n);
+      }
       if (ir::op_info(n.op).category != ir::OpCategory::Composite) return nullptr;
       Builder b(g, n);
       return expand(b, n);  // null: a composite this pass does not know yet

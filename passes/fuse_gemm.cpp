@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "ir/error.h"
+#include "passes/dequant_fold.h"
 #include "passes/fusion_limits.h"
 #include "passes/lower_gemm.h"
 
@@ -26,7 +27,8 @@ bool constant_like(const Value* v) {
 
 class GemmGrouper {
 public:
-  GemmGrouper(const ir::Graph& g, const std::vector<RowGroup>& planned) : nodes_(g.nodes()), users_(g.users()) {
+  GemmGrouper(const ir::Graph& g, const std::vector<RowGroup>& planned)
+      : g_(g), nodes_(g.nodes()), users_(g.users()) {
     std::unordered_set<const Value*> needed(g.outputs().begin(), g.outputs().end());
     for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it) {
       if (!needed.count((*it)->result)) continue;
@@ -66,6 +68,7 @@ private:
   std::set<const Node*> operand_chain(const Node* matmul, int index, bool prologue) const {
     std::set<const Node*> chain;
     const Value* v = matmul->operands[static_cast<size_t>(index)];
+    if (dequant_of(matmul)) return chain;  // the dequant is the whole operand (form adds it)
     int element_wise = 0;
     const int max_ops = max_fused_ops();
     while (v->producer && !taken_.count(v->producer)) {
@@ -109,7 +112,9 @@ private:
     const size_t max_ops = static_cast<size_t>(max_fused_ops());
     for (const Node* n : nodes_) {
       if (computed.size() > max_ops) break;  // the rest goes to pointwise kernels
-      if (computed.count(n) || !live_.count(n) || taken_.count(n) || !ir::is_elementwise(n->op)) continue;
+      if (computed.count(n) || !live_.count(n) || taken_.count(n) || !ir::is_elementwise(n->op) ||
+          reads_storage_only(*n))
+        continue;
       if (n->result->type.shape != shape) continue;
       bool reads_group = false;
       for (const Value* u : n->operands) reads_group = reads_group || (u->producer && computed.count(u->producer));
@@ -145,10 +150,18 @@ private:
     }
   }
 
+  // The dequant that computes the matmul's B operand when it folds into the operand load.
+  const Node* dequant_of(const Node* matmul) const {
+    const Node* d = matmul->operands[1]->producer;
+    return d && !taken_.count(d) && dequant_folds_into_matmul(g_, *d) ? d : nullptr;
+  }
+
   std::set<const Node*> form(const Node* matmul) const {
     const std::set<const Node*> tail = epilogue(matmul);
     for (int attempt = 0; attempt < 4; ++attempt) {
       std::set<const Node*> group{matmul};
+      // Every attempt keeps a folding dequant: no other kernel writes dequantised weights.
+      if (const Node* d = dequant_of(matmul)) group.insert(d);
       if (attempt < 3) {  // 0: all; 1: no epilogue; 2: views only; 3: the matmul alone
         for (int i = 0; i < 2; ++i) {
           std::set<const Node*> chain = operand_chain(matmul, i, attempt < 2);
@@ -161,6 +174,7 @@ private:
     return {matmul};
   }
 
+  const ir::Graph& g_;
   std::vector<Node*> nodes_;
   std::vector<std::vector<Node*>> users_;
   std::unordered_set<const Node*> live_;

@@ -27,8 +27,16 @@ bool is_free_node(const Node& n) {
   auto c = ir::op_info(n.op).category;
   // A cast of a graph input costs a kernel nothing beyond the load it needs anyway, so
   // every kernel that reads it recomputes it rather than read a widened copy.
-  const bool cast_of_input = n.op == ir::OpKind::Cast && !n.operands[0]->producer;
+  // Not of i8 / i4 weights: only pointwise kernels (and dequantised gemm operands) read those.
+  const bool cast_of_input = n.op == ir::OpKind::Cast && !n.operands[0]->producer && !reads_storage_only(n);
   return c == ir::OpCategory::Source || c == ir::OpCategory::View || cast_of_input;
+}
+
+bool reads_storage_only(const Node& n) {
+  if (is_storage_only(n.result->type.dtype)) return true;
+  for (const Value* u : n.operands)
+    if (is_storage_only(u->type.dtype)) return true;
+  return false;
 }
 
 bool depends_on_group(const Value* v, const std::set<const Node*>& group) {
@@ -170,7 +178,7 @@ public:
 
 private:
   bool joinable(const Node* n, const Target& t, const std::set<const Node*>& excluded) const {
-    if (excluded.count(n) || taken_.count(n)) return false;
+    if (excluded.count(n) || taken_.count(n) || reads_storage_only(*n)) return false;
     if (is_free_node(*n) || ir::is_elementwise(n->op)) return true;
     return ir::op_info(n->op).category == ir::OpCategory::Reduce && same_reduction(*n, t);
   }

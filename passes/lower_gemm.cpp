@@ -47,6 +47,10 @@ std::string printed(const Value* v, const std::unordered_map<int, std::string>& 
 struct Operand {
   ir::KernelArg arg;  // strides over the logical [batch..., rows, cols] of the product's operand
   std::vector<ir::ScalarOp> prologue;  // Load ops refer to argument 0
+  // A dequantised operand: its scales (and zero points) and group; `dequant`'s argument
+  // indices count from 0 in `extra`.
+  std::vector<ir::KernelArg> extra;
+  ir::GemmDequant dequant;
 };
 
 // Strides of the operand value `u` (over its own shape) as strides over the logical
@@ -71,6 +75,26 @@ Operand build_operand(const std::string& name, const Node& matmul, int index, co
   const char* which = index == 0 ? "A" : "B";
   const std::set<const Node*> chain = cone({u}, members, &matmul);
   Operand op;
+  if (chain.size() == 1 && (*chain.begin())->op == ir::OpKind::Dequant) {
+    // The weights [N, K] as the operand, read in place; the scales and zero points are
+    // read at (n, k / group): a stride along N only.
+    const Node& d = **chain.begin();
+    if (index != 1 || !transposed)
+      throw Error(fmt::format("kernel @{}: a dequantised matmul operand must be B with transpose_b", name));
+    const Value* w = d.operands[0];
+    op.arg = ir::KernelArg{printed(w, names), w->type, false, {}, w->id};
+    op.arg.strides = logical_strides(u, ir::contiguous_strides(w->type.shape), transposed, out_batch_rank);
+    for (size_t i = 1; i < d.operands.size(); ++i) {
+      const Value* s = d.operands[i];
+      std::vector<int64_t> strides(out_batch_rank + 2, 0);
+      strides.back() = s->type.shape.back();
+      op.extra.push_back(ir::KernelArg{printed(s, names), s->type, false, strides, s->id});
+    }
+    op.dequant.scale = 0;
+    op.dequant.zero = d.operands.size() > 2 ? 1 : -1;
+    op.dequant.group = d.attrs.get_int("group");
+    return op;
+  }
   if (chain.empty()) {
     op.arg = ir::KernelArg{printed(u, names), u->type, false, {}, u->id};
     op.arg.strides = logical_strides(u, ir::contiguous_strides(u->type.shape), transposed, out_batch_rank);
@@ -138,8 +162,21 @@ ir::Kernel build_gemm(const std::string& name, const Node& matmul, const std::se
     k.args.push_back(ops[i].arg);
     for (ir::ScalarOp& p : ops[i].prologue)
       if (p.kind == ScalarKind::Load) p.arg = i;
-    (i == 0 ? g.a : g.b).arg = i;
+    (i == 0 ? g.a : g.b).arg = static_cast<int>(k.args.size()) - 1;
     (i == 0 ? g.a : g.b).prologue = std::move(ops[i].prologue);
+  }
+  for (int i = 0; i < 2; ++i) {  // a dequantised operand's scales and zero points, after both operands
+    const int first = static_cast<int>(k.args.size());
+    for (ir::KernelArg& a : ops[i].extra) {
+      a.name = unique(taken, a.name);
+      k.args.push_back(std::move(a));
+    }
+    ir::GemmDequant& d = (i == 0 ? g.a : g.b).dequant;
+    d = ops[i].dequant;
+    if (d.active()) {
+      d.scale += first;
+      if (d.zero >= 0) d.zero += first;
+    }
   }
 
   // The epilogue over the output space; the product is read at the identity index.

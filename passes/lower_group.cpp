@@ -79,6 +79,9 @@ std::string unlowerable(const Node& n, const std::unordered_map<int, std::string
       break;
     case ir::OpCategory::Matmul: what = "it is in no gemm kernel; run the fuse pass before lowering"; break;
     case ir::OpCategory::Composite: what = "no kernel kind handles composite ops yet"; break;
+    case ir::OpCategory::Dequant:
+      what = "it folds into no gemm kernel's operand load; run the decompose pass to expand it into element-wise ops";
+      break;
     default: what = "it is in no kernel; run the fuse pass before lowering"; break;
   }
   return fmt::format("{}{}: {} ({})", n.loc.empty() ? "" : n.loc + ": ", ir::op_name(n.op), what,

@@ -72,6 +72,8 @@ std::string source_for(DType t) {
     case DType::f16: case DType::bf16: got = "unsigned short"; break;
     case DType::i32: got = "int"; break;
     case DType::i1: got = "unsigned char"; break;
+    case DType::i8: got = "signed char"; break;
+    case DType::i4: got = "unsigned char"; break;  // DeviceReference refuses i4 outputs
   }
   std::string prefix = fmt::format("#define GOT_T {}\n", got);
   if (t == DType::f16) prefix += "#define DECODE(x) ((double)__half2float(__ushort_as_half(x)))\n";
@@ -85,6 +87,8 @@ std::string source_for(DType t) {
 
 DeviceReference::DeviceReference(const HostTensor& want, double bound)
     : want_(&want), bound_(bound), values_(want.values.size() * sizeof(double)) {
+  if (want.type.dtype == DType::i4)
+    throw Error(fmt::format("comparing {} on the device: Kiln writes no i4 outputs", want.type.str()));
   if (!want.values.empty()) values_.upload(want.values.data(), want.values.size() * sizeof(double));
 }
 

@@ -78,6 +78,7 @@ std::string_view npy_descr(DType t) {
     case DType::bf16: return "<f4";
     case DType::i32: return "<i4";
     case DType::i1: return "|b1";
+    case DType::i8: case DType::i4: return "|i1";
   }
   return "<f4";
 }
@@ -96,6 +97,7 @@ std::string npy_dtype_text(std::string_view descr) {
 void write_npy(const std::string& path, const HostTensor& t) {
   HostTensor stored = t;
   if (t.type.dtype == DType::bf16) stored.type.dtype = DType::f32;
+  if (t.type.dtype == DType::i4) stored.type.dtype = DType::i8;  // one element a byte
   std::string header = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}", npy_descr(t.type.dtype),
                                    shape_text(t.type.shape));
   // Magic (6) + version (2) + header length (2) + header, padded to a multiple of 64 with a final newline.
@@ -160,11 +162,19 @@ HostTensor npy_to_tensor(const NpyArray& a, const TensorType& expected, const st
                             expected.str(), source));
   TensorType stored = expected;
   if (expected.dtype == DType::bf16) stored.dtype = DType::f32;
+  if (expected.dtype == DType::i4) stored.dtype = DType::i8;
   const auto need = static_cast<size_t>(stored.bytes());
   if (a.data.size() < need)
     throw Error(fmt::format("{}: {} has {} bytes of data; {} needs {}", what, source, a.data.size(), want, need));
   HostTensor t = HostTensor::from_bytes(stored, a.data.data());
   if (expected.dtype == DType::bf16) return HostTensor(expected, std::move(t.values));  // rounds to bf16
+  if (expected.dtype == DType::i4) {
+    for (size_t i = 0; i < t.values.size(); ++i)
+      if (t.values[i] < -8 || t.values[i] > 7)
+        throw Error(fmt::format("{} ({}): {} holds {} at flat index {}; i4 elements are -8 to 7", what,
+                                expected.str(), source, t.values[i], i));
+    t.type = expected;
+  }
   return t;
 }
 

@@ -2,7 +2,8 @@
 // reads and `kiln run --inputs` reads what numpy.save writes. Written as format 1.0;
 // read in formats 1.0, 2.0 and 3.0, little-endian and C order only. bf16 has no
 // NumPy dtype: it is written as float32 (exactly representable) and read from
-// float32, each value rounded to bf16.
+// float32, each value rounded to bf16. i4 has none either: it is written as int8, one
+// element a byte (-8 to 7), and read from int8 in that range.
 #pragma once
 #include <cstddef>
 #include <string>
@@ -28,7 +29,7 @@ struct NpyArray {
 NpyArray parse_npy(std::string_view bytes, const std::string& source);
 NpyArray read_npy_file(const std::string& path);
 
-// The descr a tensor of dtype `t` is stored with ("<f4" for f32 and bf16).
+// The descr a tensor of dtype `t` is stored with ("<f4" for f32 and bf16, "|i1" for i8 and i4).
 std::string_view npy_descr(DType t);
 // "float16 (<f2)": a descr as NumPy users know it.
 std::string npy_dtype_text(std::string_view descr);

@@ -176,6 +176,7 @@ private:
       case OpCategory::Reduce: return reduce(op);
       case OpCategory::View: return view(op);
       case OpCategory::Matmul: return matmul();
+      case OpCategory::Dequant: return dequant();
       case OpCategory::Composite:
         if (op == OpKind::Attention) return attention();
         if (op == OpKind::LayerNorm || op == OpKind::RmsNorm) return norm(op);
@@ -334,6 +335,34 @@ private:
     if (!fits(sb) || !fits(out)) return;
     Value* b = of_type({a->type.dtype, sb});
     add(OpKind::Matmul, {a, b}, attrs);
+  }
+
+  // Integer weights with group scales (and sometimes zero points), as decoding reads
+  // them: half the time the B operand of a matmul with transpose_b (the folded form),
+  // else a value like any other (expanded into element-wise ops).
+  void dequant() {
+    const DType wt = d_.one_in(2) ? DType::i4 : DType::i8;
+    const int64_t group = d_.pick(std::vector<int64_t>{1, 2, 8, 16, 32});
+    int64_t k = group * (1 + static_cast<int64_t>(d_.below(4)));
+    if (wt == DType::i4 && k % 2 != 0) k *= 2;
+    Shape ws{d_.pick(kDims), k};
+    if (d_.one_in(4)) ws.insert(ws.begin(), d_.pick(kSmallDims));
+    if (!fits(ws)) return;
+    Shape ss = ws;
+    ss.back() = k / group;
+    const DType st = d_.pick(kFloats);
+    std::vector<Value*> operands = {input({wt, ws}), input({st, ss})};
+    if (d_.one_in(3)) operands.push_back(input({d_.one_in(2) ? st : wt, ss}));
+    ir::Attrs attrs;
+    attrs.set("group", group);
+    Value* w = add(OpKind::Dequant, std::move(operands), attrs);
+    if (!w || ws.size() != 2 || d_.one_in(2)) return;
+    const int64_t m = d_.pick(kDims);
+    if (!fits({m, k}) || !fits({m, ws[0]})) return;
+    Value* x = of_type({st, {m, k}});
+    ir::Attrs mm;
+    mm.set("transpose_b", true);
+    add(OpKind::Matmul, {x, w}, mm);
   }
 
   int64_t some_axis(int rank) { return static_cast<int64_t>(d_.below(static_cast<uint32_t>(2 * rank))) - rank; }

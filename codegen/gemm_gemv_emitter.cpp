@@ -1,0 +1,431 @@
+// The gemv schedule of a gemm kernel (ir/tile_config_gemm_gemv.cpp): M <= 16 rows of
+// activations x [M, K] against a weight w stored [N, K], the product decoding runs once a
+// token, where reading the weight is the whole cost. No shared-memory pipeline: every
+// lane streams 16-byte pieces of its weight rows straight into registers (several per
+// step in flight), dequantises them there with bit tricks (i4 and i8 weights), and feeds
+// mma.sync m16n8k16 with the activations as the A fragment (rows past M are zeros).
+//
+// Fragment layout: lane (g, t) = (lane / 4, lane % 4) holds B's column g (weight row
+// n0 + 8 j + g of fragment j) at four K positions a product, and A's rows g and g + 8 at
+// the same positions. Since a product sums over K, the K positions may be any fixed
+// permutation of the lane's own elements, applied to A and B alike: a lane's 16-byte
+// piece covers E consecutive elements of K (E = 8 f16, 16 i8, 32 i4), and the pairs that
+// the dequantising bit tricks produce (elements (0, 4), (1, 5), ... of an i4 word; (0, 2),
+// (1, 3) of an i8 word) are the pairs of each product; the activations are permuted to
+// match with byte permutes.
+//
+// After the K loop the warps' accumulators are summed in warp order through shared
+// memory; with a split K, each slice's sums go to fp32 partials and the last slice of a
+// column tile adds them in slice order (deterministic), then the epilogue runs.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iterator>
+
+#include "codegen/gemm_common.h"
+#include "codegen/gemm_emitter.h"
+#include "codegen/gemm_epilogue.h"
+#include "codegen/kernel_params.h"
+#include "codegen/scalar_emit.h"
+#include "ir/error.h"
+#include "ir/tile_config.h"
+
+namespace kiln::codegen {
+
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Packed-pair arithmetic on 32-bit words holding two f16 or two bf16 values.
+constexpr DeviceHelper kGemvHelpers[] = {
+    // A 16-byte load that is read once: it skips L1 so that the activations stay there.
+    {"kiln_load_stream16",
+     "static __device__ __forceinline__ uint4 kiln_load_stream16(const void* p) {\n"
+     "  uint4 r;\n"
+     "  asm volatile(\"ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\"\n"
+     "               : \"=r\"(r.x), \"=r\"(r.y), \"=r\"(r.z), \"=r\"(r.w) : \"l\"(p));\n"
+     "  return r;\n}\n"},
+    {"kiln_sub2_f16",
+     "static __device__ __forceinline__ unsigned kiln_sub2_f16(unsigned a, unsigned b) {\n"
+     "  const __half2 r = __hsub2(*reinterpret_cast<const __half2*>(&a), *reinterpret_cast<const __half2*>(&b));\n"
+     "  return *reinterpret_cast<const unsigned*>(&r);\n}\n"},
+    {"kiln_mul2_f16",
+     "static __device__ __forceinline__ unsigned kiln_mul2_f16(unsigned a, unsigned b) {\n"
+     "  const __half2 r = __hmul2(*reinterpret_cast<const __half2*>(&a), *reinterpret_cast<const __half2*>(&b));\n"
+     "  return *reinterpret_cast<const unsigned*>(&r);\n}\n"},
+    {"kiln_sub2_bf16",
+     "static __device__ __forceinline__ unsigned kiln_sub2_bf16(unsigned a, unsigned b) {\n"
+     "  const __nv_bfloat162 r = __hsub2(*reinterpret_cast<const __nv_bfloat162*>(&a),\n"
+     "                                   *reinterpret_cast<const __nv_bfloat162*>(&b));\n"
+     "  return *reinterpret_cast<const unsigned*>(&r);\n}\n"},
+    {"kiln_mul2_bf16",
+     "static __device__ __forceinline__ unsigned kiln_mul2_bf16(unsigned a, unsigned b) {\n"
+     "  const __nv_bfloat162 r = __hmul2(*reinterpret_cast<const __nv_bfloat162*>(&a),\n"
+     "                                   *reinterpret_cast<const __nv_bfloat162*>(&b));\n"
+     "  return *reinterpret_cast<const unsigned*>(&r);\n}\n"},
+    // An fp32 value as a pair of equal f16 values.
+    {"kiln_pair_f16",
+     "static __device__ __forceinline__ unsigned kiln_pair_f16(float v) {\n"
+     "  const __half2 h = __float2half2_rn(v);\n"
+     "  return *reinterpret_cast<const unsigned*>(&h);\n}\n"},
+    // Two fp32 values as a bf16 pair, each rounded to nearest even.
+    {"kiln_bf16_pair",
+     "static __device__ __forceinline__ unsigned kiln_bf16_pair(float lo, float hi) {\n"
+     "  const __nv_bfloat162 r = __floats2bfloat162_rn(lo, hi);\n"
+     "  return *reinterpret_cast<const unsigned*>(&r);\n}\n"},
+};
+
+class GemvEmitter {
+public:
+  explicit GemvEmitter(const ir::Kernel& k)
+      : k_(k), c_(k.config), g_(k.gemm), params_(param_names(k)), epilogue_(k, params_, 8) {
+    w_ = k.args.at(static_cast<size_t>(g_.b.arg)).type.dtype;
+    bf16_ = g_.operand_dtype == DType::bf16;
+    lane_elems_ = ir::gemv_lane_elems(k);
+    tiles_ = c_.bn / 8;
+    unroll_ = c_.bk / (4 * lane_elems_);
+    pieces_ = lane_elems_ / 8;  // 16-byte pieces of activations per row and weight piece
+    two_rows_ = g_.m > 8;
+    split_ = c_.split_k > 1;
+    slice_ = ir::gemm_k_slice(k, c_);
+    col_tiles_ = ceil_div(g_.n, c_.bn);
+    padded_n_ = col_tiles_ * c_.bn;
+  }
+
+  std::string emit() const {
+    std::string s = header();
+    if (split_) s += scratch();
+    s += epilogue_.functions();
+    s += signature();
+    s += setup();
+    s += main_loop();
+    s += warp_sums();
+    return s + "}\n";
+  }
+
+private:
+  const std::string& param(int arg) const { return params_.at(static_cast<size_t>(arg)); }
+  std::string scratch_name(const char* what) const { return fmt::format("kiln_{}_{}", k_.name, what); }
+  bool dequant() const { return g_.b.dequant.active(); }
+  // The fp32 path of bf16 products from i8 weights (their bytes do not fit the bf16 trick).
+  bool float_path() const { return bf16_ && w_ == DType::i8; }
+  const char* pair() const { return bf16_ ? "bf16" : "f16"; }
+
+  std::string header() const {
+    const LaunchDims d = gemm_launch_dims(k_);
+    std::string s = gemm_header_title(k_);
+    s += fmt::format("// Config {}:\n//   grid {} x {} blocks of {} threads, {} bytes of shared memory (the warps' sums)\n",
+                     c_.str(), d.grid[0], d.grid[1], d.block[0], d.shared_bytes);
+    s += fmt::format("//   schedule gemv: a block owns {} columns ({} weight rows a lane group), its {} warps split K "
+                     "in steps of {}; each lane loads {} 16-byte piece{} of each of its {} weight row{} a step\n",
+                     c_.bn, tiles_, c_.warps_n, c_.bk, unroll_, unroll_ == 1 ? "" : "s", tiles_, tiles_ == 1 ? "" : "s");
+    if (dequant()) {
+      const ir::GemmDequant& dq = g_.b.dequant;
+      s += fmt::format("//   B %{}: {} weights [N, K], dequantised in registers: (w - z) * s with scales %{}{} per {} "
+                       "elements of K{}\n",
+                       k_.args[static_cast<size_t>(g_.b.arg)].name, dtype_name(w_), k_.args[static_cast<size_t>(dq.scale)].name,
+                       dq.zero >= 0 ? fmt::format(" and zero points %{}", k_.args[static_cast<size_t>(dq.zero)].name) : "",
+                       dq.group, float_path() ? " (fp32 math, rounded to bf16)" : " (packed-pair math)");
+    }
+    if (split_)
+      s += fmt::format("//   K in {} slices of {}; each column tile's last slice sums the fp32 partials in slice order\n",
+                       c_.split_k, slice_);
+    s += "//   epilogue: " + epilogue_.describe() + "\n";
+    return s;
+  }
+
+  std::string scratch() const {
+    return fmt::format("__device__ float {}[{}];\n__device__ int {}[{}];\n", scratch_name("partials"),
+                       int64_t{c_.split_k} * g_.m * padded_n_, scratch_name("tickets"), col_tiles_);
+  }
+
+  std::string signature() const {
+    // 512 threads an SM at least (128 registers a thread at most): enough loads in flight
+    // to stream the weight, and ptxas does not trade registers for spills.
+    const int threads = 32 * c_.warps_n;
+    return fmt::format("extern \"C\" __global__ void __launch_bounds__({}, {}) {}({}) {{\n", threads,
+                       std::max(1, 512 / threads), k_.name,
+                       fmt::join(gemm_pointer_params(k_, params_), ", "));
+  }
+
+  std::string setup() const {
+    std::string s = "  extern __shared__ __align__(16) unsigned char kiln_smem[];\n";
+    s += "  const int lane = (int)threadIdx.x & 31, warp = (int)threadIdx.x >> 5;\n";
+    s += "  const int g = lane >> 2, t = lane & 3;  // this lane's fragment row / column and K positions\n";
+    s += fmt::format("  const int n0 = (int)blockIdx.x * {};\n", c_.bn);
+    s += "  [[maybe_unused]] const unsigned batch = 0;\n";
+    if (split_) {
+      s += fmt::format("  const long long k_begin = (long long)blockIdx.y * {}ll;\n", slice_);
+      s += fmt::format("  const long long k_end = min({}ll, k_begin + {}ll);\n", g_.k, slice_);
+    } else {
+      s += fmt::format("  const long long k_begin = 0, k_end = {}ll;\n", g_.k);
+    }
+    s += "  // The lane's weight rows (clamped to the last: the columns past N are computed and dropped).\n";
+    for (int j = 0; j < tiles_; ++j)
+      s += fmt::format("  const long long w_row{} = (long long)min(n0 + {} + g, {});\n", j, 8 * j, g_.n - 1);
+    s += "  // The lane's activation rows g and g + 8; rows past M read as zeros.\n";
+    s += fmt::format("  const bool x_in0 = g < {};\n", g_.m);
+    s += fmt::format("  const {}* x_row0 = {} + (long long)min(g, {}) * {}ll;\n", storage_type(g_.operand_dtype),
+                     param(g_.a.arg), g_.m - 1, g_.k);
+    if (two_rows_) {
+      s += fmt::format("  const bool x_in1 = g + 8 < {};\n", g_.m);
+      s += fmt::format("  const {}* x_row1 = {} + (long long)min(g + 8, {}) * {}ll;\n", storage_type(g_.operand_dtype),
+                       param(g_.a.arg), g_.m - 1, g_.k);
+    }
+    s += fmt::format("  float acc[{}][4] = {{}};\n", tiles_);
+    return s;
+  }
+
+  // The byte address of element `k` of weight row `row` (code expressions).
+  std::string weight_at(const std::string& row, const std::string& k) const {
+    const std::string elem = fmt::format("({} * {}ll + {})", row, g_.k, k);
+    return fmt::format("{} + {}", param(g_.b.arg), w_ == DType::i4 ? elem + " / 2" : elem);
+  }
+
+  // The group index of element `k` of weight row `row`.
+  std::string group_at(const std::string& row, const std::string& k) const {
+    const ir::GemmDequant& dq = g_.b.dequant;
+    return fmt::format("{} * {}ll + {} / {}", row, g_.k / dq.group, k, dq.group);
+  }
+
+  std::string loads(const std::string& in) const {
+    std::string s;
+    s += fmt::format("{}uint4 w_piece[{}][{}], x_piece0[{}][{}]{};\n", in, unroll_, tiles_, unroll_, pieces_,
+                     two_rows_ ? fmt::format(", x_piece1[{}][{}]", unroll_, pieces_) : "");
+    if (dequant())
+      s += fmt::format("{}unsigned scale2[{}][{}], zero2[{}][{}]{};\n", in, unroll_, tiles_, unroll_, tiles_,
+                       float_zero() ? fmt::format(", zero2_float[{}][{}]", unroll_, tiles_) : "");
+    s += fmt::format("{}#pragma unroll\n{}for (int u = 0; u < {}; ++u) {{\n", in, in, unroll_);
+    const std::string b = in + "  ";
+    s += fmt::format("{}const long long k = kc + u * {} + t * {};  // the lane's piece of K\n", b, 4 * lane_elems_,
+                     lane_elems_);
+    s += b + "const bool in = k < k_end;\n";
+    for (int j = 0; j < tiles_; ++j)
+      s += fmt::format("{}w_piece[u][{}] = in ? kiln_load_stream16({}) : make_uint4(0u, 0u, 0u, 0u);\n", b, j,
+                       weight_at(fmt::format("w_row{}", j), "k"));
+    s += fmt::format("{}#pragma unroll\n{}for (int p = 0; p < {}; ++p) {{\n", b, b, pieces_);
+    s += fmt::format("{}  x_piece0[u][p] = in && x_in0 ? __ldg(reinterpret_cast<const uint4*>(x_row0 + k + 8 * p)) : "
+                     "make_uint4(0u, 0u, 0u, 0u);\n",
+                     b);
+    if (two_rows_)
+      s += fmt::format("{}  x_piece1[u][p] = in && x_in1 ? __ldg(reinterpret_cast<const uint4*>(x_row1 + k + 8 * p)) : "
+                       "make_uint4(0u, 0u, 0u, 0u);\n",
+                       b);
+    s += b + "}\n";
+    if (dequant()) s += scale_loads(b);
+    return s + in + "}\n";
+  }
+
+  // Each piece's scale (and zero point) as a pair of equal values: as a packed pair, or as
+  // fp32 bits on the fp32 path. A zero point of the weights' integer type is folded into
+  // the constant that the bit trick subtracts.
+  std::string scale_loads(const std::string& b) const {
+    const ir::GemmDequant& dq = g_.b.dequant;
+    const ir::KernelArg& sc = k_.args.at(static_cast<size_t>(dq.scale));
+    std::string s;
+    for (int j = 0; j < tiles_; ++j) {
+      const std::string at = group_at(fmt::format("w_row{}", j), "k");
+      if (float_path()) {
+        s += fmt::format("{}scale2[u][{}] = __float_as_uint(in ? {} : 0.0f);\n", b, j,
+                         load_expr(sc.type.dtype, fmt::format("{}[{}]", param(dq.scale), at)));
+      } else {
+        s += fmt::format("{}{{ const unsigned bits = in ? (unsigned)reinterpret_cast<const unsigned short*>({})[{}] : 0u; "
+                         "scale2[u][{}] = bits | bits << 16; }}\n",
+                         b, param(dq.scale), at, j);
+      }
+      s += fmt::format("{}zero2[u][{}] = {};\n", b, j, zero_code(at));
+      if (float_zero())  // subtracted as its own packed pair after the offset
+        s += fmt::format("{}{{ const unsigned bits = in ? (unsigned)reinterpret_cast<const unsigned short*>({})[{}] : 0u; "
+                         "zero2_float[u][{}] = bits | bits << 16; }}\n",
+                         b, param(dq.zero), at, j);
+    }
+    return s;
+  }
+
+  // The bias that turns the bit trick's biased pair into (w - z): the trick's own offset,
+  // plus an integer zero point; on the fp32 path the zero point itself (fp32 bits).
+  std::string zero_code(const std::string& at) const {
+    const ir::GemmDequant& dq = g_.b.dequant;
+    const double offset = w_ == DType::i4 ? (bf16_ ? 136 : 1032) : 1152;
+    std::string z = "0.0f";  // past K no zero point is read
+    if (dq.zero >= 0) {
+      const ir::KernelArg& za = k_.args.at(static_cast<size_t>(dq.zero));
+      if (za.type.dtype == DType::i4)
+        z = fmt::format("(in ? (float)kiln_load_i4({}, {}) : 0.0f)", param(dq.zero), at);
+      else if (za.type.dtype == DType::i8)
+        z = fmt::format("(in ? (float){}[{}] : 0.0f)", param(dq.zero), at);
+      else
+        z = fmt::format("(in ? {} : 0.0f)", load_expr(za.type.dtype, fmt::format("{}[{}]", param(dq.zero), at)));
+    }
+    if (float_path()) return fmt::format("__float_as_uint({})", z);
+    const bool integer_zero = dq.zero < 0 || is_storage_only(k_.args.at(static_cast<size_t>(dq.zero)).type.dtype);
+    // An integer zero point joins the offset exactly; a float one is subtracted after it.
+    const std::string total = integer_zero ? fmt::format("{:.1f}f + {}", offset, z) : fmt::format("{:.1f}f", offset);
+    return bf16_ ? fmt::format("kiln_bf16_pair({}, {})", total, total) : fmt::format("kiln_pair_f16({})", total);
+  }
+
+  // The float zero point of a piece, subtracted after the offset (packed-pair math).
+  bool float_zero() const {
+    const ir::GemmDequant& dq = g_.b.dequant;
+    return dq.zero >= 0 && !is_storage_only(k_.args.at(static_cast<size_t>(dq.zero)).type.dtype) && !float_path();
+  }
+
+  // B's pair for element pair `biased` (code: a packed pair of offset values), dequantised.
+  std::string finish_pair(const std::string& biased) const {
+    std::string v = fmt::format("kiln_sub2_{}({}, zero2[u][j])", pair(), biased);
+    if (float_zero()) v = fmt::format("kiln_sub2_{}({}, zf2)", pair(), v);
+    return fmt::format("kiln_mul2_{}({}, scale2[u][j])", pair(), v);
+  }
+
+  // The products of one weight piece of fragment j at unroll index u: (B pair 0, B pair 1,
+  // A rows' words) for each of its lane_elems / 4 products.
+  std::string products(const std::string& in) const {
+    std::string s;
+    const std::string mma = bf16_ ? "kiln_mma_bf16" : "kiln_mma_f16";
+    auto product = [&](const std::string& b0, const std::string& b1, const std::string& a0, const std::string& a2,
+                       const std::string& a1, const std::string& a3) {
+      return fmt::format("{}  {{ const unsigned a[4] = {{{}, {}, {}, {}}}; {}(acc[j], a, {}, {}); }}\n", in, a0, a1, a2,
+                         a3, mma, b0, b1);
+    };
+    auto x_word = [&](int row, int piece, int word) {
+      static const char* kLanes[] = {"x", "y", "z", "w"};
+      if (row == 1 && !two_rows_) return std::string("0u");
+      return fmt::format("x_piece{}[u][{}].{}", row, piece, kLanes[word]);
+    };
+    auto perm = [&](int row, int piece, int w0, int w1, const char* sel) {
+      if (row == 1 && !two_rows_) return std::string("0u");
+      return fmt::format("__byte_perm({}, {}, {})", x_word(row, piece, w0), x_word(row, piece, w1), sel);
+    };
+    static const char* kLanes[] = {"x", "y", "z", "w"};
+    s += fmt::format("{}#pragma unroll\n{}for (int j = 0; j < {}; ++j) {{\n", in, in, tiles_);
+    if (float_zero())
+      s += fmt::format("{}  const unsigned zf2 = zero2_float[u][j];\n", in);
+    if (!dequant()) {
+      // f16 / bf16 weights: each word is a pair of neighbouring elements.
+      for (int step = 0; step < 2; ++step)
+        s += product(fmt::format("w_piece[u][j].{}", kLanes[2 * step]), fmt::format("w_piece[u][j].{}", kLanes[2 * step + 1]),
+                     x_word(0, 0, 2 * step), x_word(0, 0, 2 * step + 1), x_word(1, 0, 2 * step),
+                     x_word(1, 0, 2 * step + 1));
+    } else if (w_ == DType::i4) {
+      // Word q holds elements 8q .. 8q + 7; its nibbles i and i + 4 form one biased pair.
+      const unsigned magic = bf16_ ? 0x43004300u : 0x64006400u;
+      for (int q = 0; q < 4; ++q) {
+        s += fmt::format("{}  {{ const unsigned word = w_piece[u][j].{} ^ 0x88888888u;  // offset binary: w + 8\n", in,
+                         kLanes[q]);
+        for (int i = 0; i < 4; ++i)
+          s += fmt::format("{}    const unsigned p{} = {};\n", in, i,
+                           finish_pair(fmt::format("(((word >> {}) & 0x000f000fu) | 0x{:08x}u)", 4 * i, magic)));
+        // Elements (0, 4) and (1, 5) of the word, then (2, 6) and (3, 7); activation piece q.
+        s += "  " + product("p0", "p1", perm(0, q, 0, 2, "0x5410"), perm(0, q, 0, 2, "0x7632"), perm(1, q, 0, 2, "0x5410"),
+                            perm(1, q, 0, 2, "0x7632"));
+        s += "  " + product("p2", "p3", perm(0, q, 1, 3, "0x5410"), perm(0, q, 1, 3, "0x7632"), perm(1, q, 1, 3, "0x5410"),
+                            perm(1, q, 1, 3, "0x7632"));
+        s += in + "  }\n";
+      }
+    } else {
+      // i8: word q holds elements 4q .. 4q + 3; bytes (0, 2) and (1, 3) form the pairs.
+      for (int q = 0; q < 4; ++q) {
+        const int piece = q / 2, w0 = 2 * (q % 2), w1 = w0 + 1;
+        if (float_path()) {
+          s += fmt::format("{}  {{ const unsigned word = w_piece[u][j].{};\n", in, kLanes[q]);
+          s += fmt::format("{}    const float sc = __uint_as_float(scale2[u][j]), z = __uint_as_float(zero2[u][j]);\n", in);
+          s += fmt::format("{}    float e[4];\n{}#pragma unroll\n{}    for (int b = 0; b < 4; ++b) e[b] = ((float)(int)(signed "
+                           "char)(word >> (8 * b)) - z) * sc;\n",
+                           in, in, in);
+          s += fmt::format("{}    const unsigned p0 = kiln_bf16_pair(e[0], e[2]), p1 = kiln_bf16_pair(e[1], e[3]);\n", in);
+        } else {
+          s += fmt::format("{}  {{ const unsigned word = w_piece[u][j].{} ^ 0x80808080u;  // offset binary: w + 128\n", in,
+                           kLanes[q]);
+          s += fmt::format("{}    const unsigned p0 = {};\n", in, finish_pair("__byte_perm(word, 0x64646464u, 0x4240)"));
+          s += fmt::format("{}    const unsigned p1 = {};\n", in, finish_pair("__byte_perm(word, 0x64646464u, 0x4341)"));
+        }
+        s += "  " + product("p0", "p1", perm(0, piece, w0, w1, "0x5410"), perm(0, piece, w0, w1, "0x7632"),
+                            perm(1, piece, w0, w1, "0x5410"), perm(1, piece, w0, w1, "0x7632"));
+        s += in + "  }\n";
+      }
+    }
+    return s + in + "}\n";
+  }
+
+  std::string main_loop() const {
+    std::string s = fmt::format("  // The K loop: warp w takes steps w, w + {}, ... of {} elements.\n", c_.warps_n, c_.bk);
+    s += fmt::format("  for (long long kc = k_begin + (long long)warp * {}; kc < k_end; kc += {}) {{\n", c_.bk,
+                     int64_t{c_.bk} * c_.warps_n);
+    s += loads("    ");
+    s += fmt::format("#pragma unroll\n    for (int u = 0; u < {}; ++u) {{\n", unroll_);
+    s += products("      ");
+    s += "    }\n  }\n";
+    return s;
+  }
+
+  // The warps' accumulators summed in warp order, 8 columns of one row a thread, then the
+  // epilogue (or, with a split K, the partials and the last slice's sum).
+  std::string warp_sums() const {
+    std::string s = "  // Each warp's accumulators into shared memory: [warp][row][column].\n";
+    s += "  float* sums = reinterpret_cast<float*>(kiln_smem);\n";
+    s += fmt::format("#pragma unroll\n  for (int j = 0; j < {}; ++j) {{\n", tiles_);
+    s += fmt::format("    float* at = sums + (warp * 16 + g) * {} + 8 * j + 2 * t;\n", c_.bn);
+    s += fmt::format("    at[0] = acc[j][0]; at[1] = acc[j][1]; at[8 * {}] = acc[j][2]; at[8 * {} + 1] = acc[j][3];\n",
+                     c_.bn, c_.bn);
+    s += "  }\n  __syncthreads();\n";
+    const int per_row = c_.bn / 8;
+    s += fmt::format("  for (int item = (int)threadIdx.x; item < {}; item += {}) {{\n", g_.m * per_row, 32 * c_.warps_n);
+    s += fmt::format("    const int m = item / {}, c = item % {} * 8;\n", per_row, per_row);
+    s += "    float total[8] = {};\n";
+    s += fmt::format("    for (int w = 0; w < {}; ++w)\n#pragma unroll\n      for (int e = 0; e < 8; ++e) total[e] += sums[(w * 16 "
+                     "+ m) * {} + c + e];\n",
+                     c_.warps_n, c_.bn);
+    if (!split_) {
+      s += "    " + epilogue_.call("m", "n0 + c", "total");
+      return s + "  }\n";
+    }
+    s += fmt::format("    float* part = {} + ((long long)blockIdx.y * {} + m) * {} + n0 + c;\n", scratch_name("partials"),
+                     g_.m, padded_n_);
+    s += "#pragma unroll\n    for (int e = 0; e < 8; ++e) part[e] = total[e];\n  }\n";
+    s += "  __threadfence();  // the partials are visible before the ticket is taken\n  __syncthreads();\n";
+    s += "  __shared__ bool last_slice;\n  if (threadIdx.x == 0) {\n";
+    s += fmt::format("    last_slice = atomicAdd(&{}[blockIdx.x], 1) == {};\n", scratch_name("tickets"), c_.split_k - 1);
+    s += fmt::format("    if (last_slice) {}[blockIdx.x] = 0;  // the next launch starts from zero\n", scratch_name("tickets"));
+    s += "  }\n  __syncthreads();\n  if (!last_slice) return;\n  __threadfence();\n";
+    s += fmt::format("  for (int item = (int)threadIdx.x; item < {}; item += {}) {{\n", g_.m * per_row, 32 * c_.warps_n);
+    s += fmt::format("    const int m = item / {}, c = item % {} * 8;\n", per_row, per_row);
+    s += "    float total[8] = {};\n";
+    s += fmt::format("    for (int z = 0; z < {}; ++z) {{  // in slice order: the same bits every run\n", c_.split_k);
+    s += fmt::format("      const float* part = {} + ((long long)z * {} + m) * {} + n0 + c;\n", scratch_name("partials"),
+                     g_.m, padded_n_);
+    s += "#pragma unroll\n      for (int e = 0; e < 8; ++e) total[e] += __ldcg(part + e);\n    }\n";
+    s += "    " + epilogue_.call("m", "n0 + c", "total");
+    return s + "  }\n";
+  }
+
+  const ir::Kernel& k_;
+  const ir::TileConfig& c_;
+  const ir::GemmCore& g_;
+  std::vector<std::string> params_;
+  GemmEpilogue epilogue_;
+  DType w_ = DType::f16;
+  bool bf16_ = false;
+  int lane_elems_ = 8, tiles_ = 1, unroll_ = 1, pieces_ = 1;
+  bool two_rows_ = false, split_ = false;
+  int64_t slice_ = 0, col_tiles_ = 0, padded_n_ = 0;
+};
+
+}  // namespace
+
+std::string emit_gemm_gemv(const ir::Kernel& k) { return GemvEmitter(k).emit(); }
+
+std::string gemv_helper_definitions(const std::string& code) {
+  return called_helpers(code, kGemvHelpers, std::size(kGemvHelpers));
+}
+
+LaunchDims gemm_gemv_launch_dims(const ir::Kernel& k) {
+  const ir::TileConfig& c = k.config;
+  LaunchDims d;
+  d.grid[0] = static_cast<unsigned>(ceil_div(k.gemm.n, c.bn));
+  d.grid[1] = static_cast<unsigned>(std::max(1, c.split_k));
+  d.block[0] = static_cast<unsigned>(32 * c.warps_n);
+  d.shared_bytes = static_cast<unsigned>(ir::gemv_shared_bytes(c));
+  return d;
+}
+
+}  // namespace kiln::codegen

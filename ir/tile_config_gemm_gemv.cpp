@@ -1,0 +1,135 @@
+// The gemv schedule's tile rules (see tile_config.h): decoding's products, a few rows of
+// activations against a weight that is read once, so that the weight's bytes set the
+// time. A block owns bn output columns (bn / 8 groups of 8 weight rows, each one m16n8
+// product fragment) and its warps_n warps split K; the grid's y dim splits K further
+// (split_k) when the column tiles alone cannot fill the GPU. Each step, a lane loads bk /
+// (4 * lane elems) 16-byte pieces of each of its weight rows before multiplying any, so
+// that enough loads are in flight to stream the weight at full bandwidth.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "ir/error.h"
+#include "ir/kernel.h"
+#include "ir/tile_config.h"
+
+namespace kiln::ir {
+
+namespace {
+
+constexpr int64_t kMaxWorkspaceFloats = int64_t{1} << 24;  // as the other gemm schedules
+// Of the 128 registers a thread may use (the emitter asks for 512 threads an SM), what
+// the weight pieces, activations and accumulators may hold; addresses and the
+// dequantised pairs take the rest.
+constexpr int64_t kMaxHeldRegisters = 96;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+bool row_major_rows_of_k(const Kernel& k, bool operand_a) {
+  const GemmLayout l = gemm_layout(k, operand_a);
+  for (int64_t s : l.batch_strides)
+    if (s != 0) return false;
+  return l.k_contiguous && l.ld == k.gemm.k;
+}
+
+// Unroll: the 16-byte pieces of each weight row a lane loads per step.
+int unroll_of(const Kernel& k, const TileConfig& c) { return c.bk / (4 * gemv_lane_elems(k)); }
+
+}  // namespace
+
+int gemv_lane_elems(const Kernel& k) {
+  const DType w = k.args.at(static_cast<size_t>(k.gemm.b.arg)).type.dtype;
+  return w == DType::i4 ? 32 : w == DType::i8 ? 16 : 8;
+}
+
+int64_t gemv_shared_bytes(const TileConfig& c) { return int64_t{c.warps_n} * 16 * c.bn * 4; }
+
+bool gemm_gemv_applies(const Kernel& k) {
+  const GemmCore& g = k.gemm;
+  if (g.m > 16 || gemm_batch_count(g) != 1) return false;
+  if (g.operand_dtype != DType::f16 && g.operand_dtype != DType::bf16) return false;
+  const KernelArg& a = k.args.at(static_cast<size_t>(g.a.arg));
+  const KernelArg& b = k.args.at(static_cast<size_t>(g.b.arg));
+  if (!g.a.prologue.empty() || a.type.dtype != g.operand_dtype || !row_major_rows_of_k(k, true)) return false;
+  if (!g.b.prologue.empty() || !row_major_rows_of_k(k, false)) return false;
+  if (!g.b.dequant.active() && b.type.dtype != g.operand_dtype) return false;
+  const int lane = gemv_lane_elems(k);
+  if (g.k % lane != 0) return false;  // a lane's 16 bytes lie wholly inside a row
+  return !g.b.dequant.active() || g.b.dequant.group % lane == 0 || g.b.dequant.group == g.k;
+}
+
+void validate_gemm_gemv(const Kernel& k, const TileConfig& c) {
+  auto fail = [&](const std::string& rule) {
+    throw Error(fmt::format("kernel @{}: tile config {}: {}", k.name, c.str(), rule));
+  };
+  const GemmCore& g = k.gemm;
+  if (!gemm_gemv_applies(k))
+    fail("schedule gemv takes M <= 16 rows of f16 / bf16 activations, row-major, against a weight stored [N, K] with "
+         "K contiguous (f16 / bf16, or i8 / i4 dequantised in groups of whole 16-byte pieces), K a multiple of one "
+         "lane's 16 bytes");
+  if (c.bm != 16) fail("bm must be 16 (one m16 fragment holds every row)");
+  if (c.bn != 8 && c.bn != 16 && c.bn != 32 && c.bn != 64) fail("bn must be 8, 16, 32 or 64 columns");
+  if (c.warps_n != 1 && c.warps_n != 2 && c.warps_n != 4 && c.warps_n != 8) fail("warps_n must be 1, 2, 4 or 8");
+  if (c.warps_m != 0 || c.stages != 0 || c.group != 0) fail("schedule gemv has no warps_m, stages or group");
+  const int lane = gemv_lane_elems(k), unroll = unroll_of(k, c);
+  if (c.bk % (4 * lane) != 0 || (unroll != 1 && unroll != 2 && unroll != 4))
+    fail(fmt::format("bk must be 1, 2 or 4 times {} (four lanes' 16 bytes of K)", 4 * lane));
+  // Registers: the weight pieces and activations in flight, and the accumulators.
+  const int64_t tiles = c.bn / 8, rows = g.m > 8 ? 2 : 1;
+  const int64_t held = int64_t{unroll} * tiles * 4 + int64_t{unroll} * (lane / 8) * 4 * rows + tiles * 4;
+  if (held > kMaxHeldRegisters)
+    fail(fmt::format("each lane would hold {} registers of weights, activations and accumulators; more than {} spill",
+                     held, kMaxHeldRegisters));
+  if (c.split_k < 1 || c.split_k > 64) fail("split_k must be 1 to 64");
+  if (c.split_k > 1) {
+    if ((c.split_k - 1) * gemm_k_slice(k, c) >= g.k)
+      fail(fmt::format("split_k = {} leaves an empty slice of K = {}", c.split_k, g.k));
+    if (gemm_workspace_floats(k, c) > kMaxWorkspaceFloats) fail("the split's partials need more than 64 MiB");
+  }
+}
+
+std::vector<TileConfig> gemm_gemv_sweep(const Kernel& k) {
+  std::vector<TileConfig> out;
+  if (!gemm_gemv_applies(k)) return out;
+  const int lane = gemv_lane_elems(k);
+  for (int bn : {8, 16, 32, 64})
+    for (int warps : {2, 4, 8})
+      for (int unroll : {1, 2, 4})
+        for (int split : {1, 2, 4, 8}) {
+          if (split > 1 && ceil_div(k.gemm.n, bn) * split > 8 * kTargetSMs) continue;
+          TileConfig c{.schedule = kGemv, .bm = 16, .bn = bn, .bk = 4 * lane * unroll, .warps_n = warps,
+                       .split_k = split};
+          try {
+            validate_gemm_gemv(k, c);
+            out.push_back(c);
+          } catch (const Error&) {
+          }
+        }
+  return out;
+}
+
+// A prediction, not yet measured: two fragments of columns a warp (16 weight rows),
+// four warps splitting K, two pieces of each row in flight, and K split across blocks
+// until about four blocks an SM run (an 8192-row weight gives 512 blocks unsplit).
+TileConfig gemm_gemv_heuristic(const Kernel& k) {
+  const int lane = gemv_lane_elems(k);
+  TileConfig c{.schedule = kGemv, .bm = 16, .bn = k.gemm.m > 8 ? 32 : 16, .bk = 8 * lane, .warps_n = 4, .split_k = 1};
+  const int64_t blocks = ceil_div(k.gemm.n, c.bn);
+  while (blocks * c.split_k < 4 * kTargetSMs && c.split_k < 16) c.split_k *= 2;
+  for (;; c.split_k /= 2) {
+    try {
+      validate_gemm_gemv(k, c);
+      return c;
+    } catch (const Error&) {
+      if (c.split_k > 1) continue;
+      if (c.bk > 4 * lane) {
+        c.bk /= 2;
+        c.split_k = 2;
+        continue;
+      }
+      throw;
+    }
+  }
+}
+
+}  // namespace kiln::ir

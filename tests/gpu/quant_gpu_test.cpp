@@ -1,0 +1,116 @@
+// Dequantised-weight products on the GPU against the reference interpreter: i4 and i8
+// weights, f16 and bf16 activations, group sizes from 32 to all of K, zero points of the
+// scales' type and of the weights' type, decode-sized M on the gemv schedule (every
+// candidate through the tuner's check), larger M on mma_sync, odd N and M, a fused
+// epilogue, and dequants that are expanded into pointwise kernels.
+#include <gtest/gtest.h>
+
+#include "frontend/kiln.h"
+#include "gemm_test_util.h"
+#include "gpu_test_util.h"
+#include "ir/compare.h"
+#include "ir/interpreter.h"
+#include "ir/printer.h"
+#include "runtime/program.h"
+
+namespace kiln {
+namespace {
+
+struct Quant {
+  DType weights = DType::i4;
+  DType act = DType::f16;
+  int64_t m = 1, n = 96, k = 256, group = 128;
+  int zeros = 0;  // 0: none, 1: of the scales' type, 2: of the weights' type
+  bool epilogue = true;
+};
+
+kiln::Graph quant_linear(const Quant& q) {
+  kiln::Graph g("q");
+  auto x = g.input("x", q.act, {q.m, q.k});
+  auto w = g.input("w", q.weights, {q.n, q.k});
+  auto s = g.input("s", q.act, {q.n, q.k / q.group});
+  kiln::Tensor wd =
+      q.zeros ? kiln::dequant(w, s, g.input("z", q.zeros == 1 ? q.act : q.weights, {q.n, q.k / q.group}), q.group)
+              : kiln::dequant(w, s, q.group);
+  auto y = kiln::matmul(x, wd, false, true);
+  if (q.epilogue) y = kiln::silu(y + g.input("bias", q.act, {q.n}));
+  g.output(y);
+  return g;
+}
+
+// Runs the graph on random inputs (scales near 0.1..1, weights across their range) and
+// compares with the reference; returns the schedule of its gemm kernel (0 without one).
+int expect_matches_reference(const ir::Graph& g, uint64_t seed = 5) {
+  runtime::Program program = runtime::Program::compile(g);
+  std::vector<HostTensor> inputs = ir::random_inputs(g, seed);
+  std::vector<HostTensor> want = ir::evaluate(g, inputs);
+  std::vector<HostTensor> got = program.run(inputs);
+  EXPECT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size() && i < want.size(); ++i) {
+    Comparison c = compare(got[i], want[i], rel_l2_bound_for(*g.outputs()[i]));
+    EXPECT_TRUE(c.passed) << "output " << i << ": " << c.str() << "\n" << ir::print(program.plan().kernels.front());
+  }
+  for (const ir::Kernel& k : program.plan().kernels)
+    if (k.kind == ir::KernelKind::Gemm) return k.config.schedule;
+  return 0;
+}
+
+TEST(QuantGpu, DecodeRowsOnGemvEveryFormat) {
+  KILN_REQUIRE_GPU();
+  for (DType act : {DType::f16, DType::bf16})
+    for (DType weights : {DType::i4, DType::i8})
+      for (int zeros : {0, 1, 2})
+        for (int64_t m : {1, 5, 16}) {
+          Quant q{weights, act, m, 200, 512, 64, zeros};
+          SCOPED_TRACE(fmt::format("{} {} zeros {} m {}", dtype_name(act), dtype_name(weights), zeros, m));
+          EXPECT_EQ(expect_matches_reference(quant_linear(q).ir()), ir::kGemv);
+        }
+}
+
+TEST(QuantGpu, GroupSizesFromThirtyTwoToARow) {
+  KILN_REQUIRE_GPU();
+  for (int64_t group : {32, 64, 128, 1024})
+    for (DType weights : {DType::i4, DType::i8}) {
+      Quant q{weights, DType::f16, 3, 130, 1024, group, group == 64 ? 1 : 0};
+      SCOPED_TRACE(fmt::format("{} group {}", dtype_name(weights), group));
+      expect_matches_reference(quant_linear(q).ir());
+    }
+}
+
+TEST(QuantGpu, LargerBatchesOnMmaSync) {
+  KILN_REQUIRE_GPU();
+  for (DType weights : {DType::i4, DType::i8})
+    for (int zeros : {0, 1, 2}) {
+      Quant q{weights, DType::bf16, 77, 160, 384, 128, zeros};
+      SCOPED_TRACE(fmt::format("{} zeros {}", dtype_name(weights), zeros));
+      EXPECT_EQ(expect_matches_reference(quant_linear(q).ir()), ir::kMmaSync);
+    }
+}
+
+TEST(QuantGpu, OddShapesAndExpandedDequants) {
+  KILN_REQUIRE_GPU();
+  // K = 72 with groups of 8: element loads on mma_sync; groups of 2: expanded.
+  for (int64_t group : {8, 2, 72}) {
+    Quant q{DType::i4, DType::f16, 3, 33, 72, group, 1};
+    SCOPED_TRACE(fmt::format("group {}", group));
+    expect_matches_reference(quant_linear(q).ir());
+  }
+  kiln::Graph g("expanded");
+  auto w = g.input("w", i4, {7, 34});
+  auto s = g.input("s", bf16, {7, 17});
+  auto z = g.input("z", i4, {7, 17});
+  g.output(kiln::dequant(w, s, z, 2) * 3.0);
+  g.output(kiln::cast(kiln::cast(w, f32) * 5.0, i8));
+  expect_matches_reference(g.ir());
+}
+
+TEST(QuantGpu, EveryGemvCandidatePassesItsCheck) {
+  KILN_REQUIRE_GPU();
+  for (DType weights : {DType::i4, DType::i8}) {
+    Quant q{weights, DType::f16, 4, 512, 2048, 128, 2};
+    gpu_test::every_candidate_passes(quant_linear(q).ir());
+  }
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,214 @@
+// Where dequant runs: folded into a gemm kernel's B operand (the weights never
+// written), with its epilogue, for decode-sized M on the gemv schedule and for larger M
+// on mma_sync; anything else expanded by decompose into pointwise kernels. The kernels
+// compile through NVRTC for sm_90a and sm_80 with no warning, and the default configs
+// do not spill (ptxas -v).
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <string>
+
+#include "codegen/emit.h"
+#include "codegen_test_util.h"
+#include "frontend/kiln.h"
+#include "ir/kernel.h"
+#include "ir/printer.h"
+#include "ir/tile_config.h"
+#include "passes/lower.h"
+#include "passes/pass_manager.h"
+#include "runtime/nvrtc.h"
+
+namespace kiln {
+namespace {
+
+using test::contains;
+
+passes::Plan planned(const ir::Graph& graph) {
+  ir::Graph g = graph.clone();
+  passes::PassManager("decompose,simplify,cse,dce,fuse", {}).run(g);
+  return passes::lower(g);
+}
+
+struct Quant {
+  DType weights = DType::i4;
+  DType act = DType::f16;
+  int64_t m = 1, n = 96, k = 256, group = 128;
+  bool zeros = false;
+  DType zero_type = DType::f16;
+  bool epilogue = true;
+};
+
+// y = silu(x @ dequant(w, s[, z])^T + bias), as a decoder's projection.
+kiln::Graph quant_linear(const Quant& q) {
+  kiln::Graph g("q");
+  auto x = g.input("x", q.act, {q.m, q.k});
+  auto w = g.input("w", q.weights, {q.n, q.k});
+  auto s = g.input("s", q.act, {q.n, q.k / q.group});
+  kiln::Tensor wd = q.zeros ? kiln::dequant(w, s, g.input("z", q.zero_type, {q.n, q.k / q.group}), q.group)
+                            : kiln::dequant(w, s, q.group);
+  auto y = kiln::matmul(x, wd, false, true);
+  if (q.epilogue) y = kiln::silu(y + g.input("bias", q.act, {q.n}));
+  g.output(y);
+  return g;
+}
+
+TEST(QuantLowering, DequantFoldsIntoTheGemmOperandAndItsEpilogue) {
+  const passes::Plan p = planned(quant_linear({}).ir());
+  ASSERT_EQ(p.kernels.size(), 1u);
+  const ir::Kernel& k = p.kernels[0];
+  EXPECT_EQ(k.kind, ir::KernelKind::Gemm);
+  EXPECT_TRUE(k.gemm.b.dequant.active());
+  EXPECT_EQ(k.gemm.b.dequant.group, 128);
+  EXPECT_EQ(k.config.schedule, ir::kGemv);
+  const std::string text = ir::print(k);
+  EXPECT_TRUE(contains(text, "b %w strides[1,256] [K contiguous] dequant {scales %s, group 128}")) << text;
+  EXPECT_TRUE(contains(text, "silu")) << text;
+  const std::string cuda = codegen::emit_cuda(k);
+  EXPECT_TRUE(contains(cuda, "schedule gemv")) << cuda;
+  EXPECT_TRUE(contains(cuda, "0x88888888u")) << cuda;  // the i4 bit trick, not conversions
+}
+
+TEST(QuantLowering, LargerBatchesTakeTheMmaScheduleWithTheDequantInTheLoad) {
+  Quant q;
+  q.m = 100;
+  q.zeros = true;
+  const passes::Plan p = planned(quant_linear(q).ir());
+  ASSERT_EQ(p.kernels.size(), 1u);
+  const ir::Kernel& k = p.kernels[0];
+  EXPECT_EQ(k.config.schedule, ir::kMmaSync);
+  EXPECT_TRUE(contains(ir::print(k), "dequant {scales %s, zeros %z, group 128}"));
+  EXPECT_TRUE(contains(codegen::emit_cuda(k), "dequantised with a scale per 128 elements of K"));
+}
+
+TEST(QuantLowering, ADequantThatFeedsNoMatmulIsExpandedIntoPointwiseKernels) {
+  kiln::Graph g("q");
+  auto w = g.input("w", i4, {6, 64});
+  auto s = g.input("s", f16, {6, 2});
+  g.output(kiln::dequant(w, s, 32) * 2.0);
+  const passes::Plan p = planned(g.ir());
+  ASSERT_FALSE(p.kernels.empty());
+  for (const ir::Kernel& k : p.kernels) EXPECT_EQ(k.kind, ir::KernelKind::Pointwise) << ir::print(k);
+  test::expect_compiles(p.kernels, "expanded_dequant");
+}
+
+TEST(QuantLowering, AWeightReadByAMatmulAndAnElementWiseOpIsExpandedOnce) {
+  kiln::Graph g("q");
+  auto x = g.input("x", f16, {4, 64});
+  auto w = g.input("w", i8, {8, 64});
+  auto s = g.input("s", f16, {8, 1});
+  auto wd = kiln::dequant(w, s, 64);
+  g.output(kiln::matmul(x, wd, false, true));
+  g.output(wd + 1.0);
+  const passes::Plan p = planned(g.ir());
+  for (const ir::Kernel& k : p.kernels) EXPECT_FALSE(k.kind == ir::KernelKind::Gemm && k.gemm.b.dequant.active());
+  test::expect_compiles(p.kernels, "shared_dequant");
+}
+
+TEST(QuantLowering, I8CastsAndI4LoadsStayInPointwiseKernels) {
+  kiln::Graph g("q");
+  auto w = g.input("w", i4, {33, 34});
+  auto v = g.input("v", i8, {33, 34});
+  auto f = kiln::cast(w, f32) + kiln::cast(v, f32);
+  g.output(kiln::sum(f, {1}));
+  g.output(kiln::cast(f * 3.0, i8));
+  const passes::Plan p = planned(g.ir());
+  for (const ir::Kernel& k : p.kernels) {
+    if (k.kind == ir::KernelKind::Pointwise) continue;
+    for (const ir::KernelArg& a : k.args) EXPECT_FALSE(is_storage_only(a.type.dtype)) << ir::print(k);
+  }
+  test::expect_compiles(p.kernels, "storage_casts");
+}
+
+// Registers and spills of one compile, from ptxas -v.
+int spill_bytes(const ir::Kernel& k, const std::string& arch) {
+  const ir::TargetScope target(arch);
+  runtime::CompileResult r =
+      runtime::compile_cuda(codegen::emit_cuda(k), k.name, runtime::CompileOptions{arch, {"--ptxas-options=-v"}});
+  EXPECT_FALSE(r.cubin.empty());
+  EXPECT_FALSE(contains(r.log, "warning")) << r.log;
+  std::smatch m;
+  if (std::regex_search(r.log, m, std::regex("([0-9]+) bytes spill stores"))) return std::stoi(m[1]);
+  return -1;
+}
+
+TEST(QuantCodegen, EveryWeightFormatCompilesWithoutSpillsInItsDefaultConfig) {
+  for (DType act : {DType::f16, DType::bf16})
+    for (DType weights : {DType::i4, DType::i8})
+      for (int64_t m : {1, 16, 64})
+        for (int zeros = 0; zeros < 3; ++zeros) {
+          Quant q;
+          q.act = act;
+          q.weights = weights;
+          q.m = m;
+          q.n = 4096;
+          q.k = 4096;
+          q.zeros = zeros > 0;
+          q.zero_type = zeros == 2 ? weights : act;
+          SCOPED_TRACE(fmt::format("{} x {} m {} zeros {}", dtype_name(act), dtype_name(weights), m, zeros));
+          const passes::Plan p = planned(quant_linear(q).ir());
+          ASSERT_EQ(p.kernels.size(), 1u);
+          EXPECT_EQ(p.kernels[0].config.schedule, m <= 16 ? ir::kGemv : ir::kMmaSync);
+          EXPECT_EQ(spill_bytes(p.kernels[0], "sm_90a"), 0) << p.kernels[0].config.str();
+        }
+}
+
+TEST(QuantCodegen, EveryGemvCandidateIsLegalAndCompiles) {
+  for (int64_t group : {32, 4096}) {
+    Quant q;
+    q.n = 4096;
+    q.k = 4096;
+    q.group = group;
+    q.zeros = group == 32;
+    const ir::Kernel k = planned(quant_linear(q).ir()).kernels.at(0);
+    std::vector<ir::TileConfig> all = ir::candidates(k);
+    int gemv = 0;
+    for (const ir::TileConfig& c : all) {
+      EXPECT_NO_THROW(ir::validate(k, c)) << c.str();
+      if (c.schedule != ir::kGemv) continue;
+      if (++gemv % 7 != 1) continue;  // a spread of them: every compile takes a moment
+      ir::Kernel v = k;
+      v.config = c;
+      EXPECT_EQ(spill_bytes(v, "sm_90a"), 0) << c.str();
+    }
+    EXPECT_GE(gemv, 24);
+  }
+}
+
+TEST(QuantCodegen, PlainHalfWeightsMayTakeGemvToo) {
+  kiln::Graph g("p");
+  auto x = g.input("x", f16, {8, 1024});
+  auto w = g.input("w", f16, {512, 1024});
+  g.output(kiln::matmul(x, w, false, true));
+  ir::Kernel k = planned(g.ir()).kernels.at(0);
+  EXPECT_EQ(k.config.schedule, ir::kMmaSync);  // the measured default stays
+  bool found = false;
+  for (const ir::TileConfig& c : ir::candidates(k))
+    if (c.schedule == ir::kGemv && !found) {
+      found = true;
+      k.config = c;
+      EXPECT_EQ(spill_bytes(k, "sm_90a"), 0);
+      EXPECT_EQ(spill_bytes(k, "sm_80"), 0);
+    }
+  EXPECT_TRUE(found);
+}
+
+TEST(QuantCodegen, OddShapesFallBackToLegalKernels) {
+  // K not a multiple of a lane's 32 i4 elements, a group of 8: mma_sync with element loads.
+  Quant q;
+  q.n = 33;
+  q.k = 72;
+  q.group = 8;
+  q.m = 3;
+  const passes::Plan p = planned(quant_linear(q).ir());
+  ASSERT_EQ(p.kernels.size(), 1u);
+  EXPECT_EQ(p.kernels[0].config.schedule, ir::kMmaSync);
+  test::expect_compiles(p.kernels, "odd_quant");
+  // A group of 2 cannot fold: the dequant is expanded, the product reads it from memory.
+  q.group = 2;
+  const passes::Plan e = planned(quant_linear(q).ir());
+  EXPECT_GT(e.kernels.size(), 1u);
+  test::expect_compiles(e.kernels, "expanded_quant");
+}
+
+}  // namespace
+}  // namespace kiln
