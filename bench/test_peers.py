@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
-"""Tests of bench/peers.py and bench/plot.py that need no GPU: the cases' reference math on
-tiny hand-computed inputs, the result JSON, `peers.py --check` on folders written the way
-`kiln run --save` writes them, and plot.py on a synthetic result.
+"""Tests of bench/peers.py, its case modules and bench/plot.py that need no GPU: the cases'
+reference math on tiny hand-computed inputs, the
+XLA versions in NumPy, byte and FLOP counts, the ceiling model, size parsing, the result
+JSON, `peers.py --check` on folders written the way `kiln run --save` writes them, and
+plot.py on a synthetic result. Where torch (CPU), triton or jax are installed, the torch
+halves of the references and helpers and the XLA path (jax on the CPU) run too.
 
     python3 bench/test_peers.py        (or: python3 -m pytest bench/test_peers.py)
 
@@ -28,8 +31,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 if np is not None:
     import peers
+    import peers_gpu
 
 HAVE_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
+HAVE_TORCH = importlib.util.find_spec("torch") is not None
+HAVE_JAX = importlib.util.find_spec("jax") is not None
 
 
 def write_npy_like_kiln(path, array):
@@ -181,7 +187,7 @@ class CaseTable(unittest.TestCase):
                                  capture_output=True, text=True).stdout
         kiln_jobs = [tuple(line.split()[1:]) for line in printed.splitlines() if line.startswith("== ")]
         peer_jobs = [(c.name, dtype, "x".join(map(str, shape)))
-                     for c in peers.CASES.values() for dtype in c.dtypes for shape in c.default_shapes]
+                     for c in peers.CASES.values() if c.kiln_case for dtype in c.dtypes for shape in c.default_shapes]
         self.assertEqual(kiln_jobs, peer_jobs)
 
     def test_case_from_function_name(self):
@@ -394,6 +400,176 @@ class KilnImplementationTest(unittest.TestCase):
 
     def test_kiln_is_a_named_implementation(self):
         self.assertEqual(peers.IMPL_NAMES["kiln"], "kiln (python)")
+
+
+@unittest.skipIf(np is None, "numpy is not installed")
+class Ceilings(unittest.TestCase):
+    """The stream-ceiling model: (R + W) / (R / read_gbs + W / write_gbs)."""
+
+    def test_a_pure_mix_gets_its_own_ceiling(self):
+        self.assertEqual(peers.ceiling_gbs(10**9, 0, 4500.0, 4000.0), 4500.0)
+        self.assertEqual(peers.ceiling_gbs(0, 10**9, 4500.0, 4000.0), 4000.0)
+
+    def test_a_copy_is_the_harmonic_mean(self):
+        # 2 / (1/4500 + 1/4000) = 2 * 4500 * 4000 / 8500
+        self.assertAlmostEqual(peers.ceiling_gbs(2**30, 2**30, 4500.0, 4000.0), 4235.294117647, places=6)
+        self.assertAlmostEqual(peers.make_roof(4200.0, 4500.0, 4000.0)["model_copy_gbs"], 4235.294117647, places=6)
+
+    def test_three_reads_to_one_write(self):
+        # softmax-like mixes weigh the read ceiling by bytes: 4 / (3/4500 + 1/4000) = 4363.64
+        self.assertAlmostEqual(peers.ceiling_gbs(3, 1, 4500.0, 4000.0), 4363.636363636, places=6)
+
+    def test_the_ceiling_lies_between_the_two(self):
+        for r, w in ((1, 99), (50, 50), (99, 1), (7, 3)):
+            c = peers.ceiling_gbs(r, w, 4600.0, 3900.0)
+            self.assertTrue(3900.0 < c < 4600.0, (r, w, c))
+
+    def test_unknown_ceilings_give_none(self):
+        self.assertEqual(peers.ceiling_gbs(1, 1, 4500.0, 0.0), 0.0)
+        self.assertEqual(peers.ceiling_gbs(0, 0, 4500.0, 4000.0), 0.0)
+        self.assertEqual(peers.ceiling_gbs(1, 0, 4500.0, 0.0), 4500.0)  # no write: its ceiling is not needed
+
+    def test_memory_bound_rows_get_a_ceiling(self):
+        roof = peers.make_roof(4200.0, 4500.0, 4000.0)
+        row = peers.make_row("softmax", "f16", (32768, 4096), "triton", 0.125, 536870912, 4200.0, "", "passed",
+                             written_bytes=268435456, roof=roof)
+        self.assertAlmostEqual(row["ceiling_gbs"], 4235.294117647, places=6)
+        self.assertAlmostEqual(row["pct_ceiling"], 100 * row["gb_s"] / row["ceiling_gbs"])
+        self.assertEqual(row["written_bytes"], 268435456)
+
+    def test_rows_past_the_ridge_and_rows_without_a_roof_get_none(self):
+        roof = peers.make_roof(4200.0, 4500.0, 4000.0)
+        gemm = peers.CASES["gemm"]
+        shape = (4096, 4096, 4096)
+        row = peers.make_row("gemm", "f16", shape, "triton", 0.2, gemm.min_bytes(*shape, 2), 4200.0, "", "passed",
+                             gemm.flops(*shape), 700.0, gemm.written_bytes(*shape, 2), roof)
+        self.assertNotIn("ceiling_gbs", row)
+        shape = (16, 8192, 8192)  # under the slope: a ceiling
+        row = peers.make_row("gemm", "f16", shape, "triton", 0.04, gemm.min_bytes(*shape, 2), 4200.0, "", "passed",
+                             gemm.flops(*shape), 700.0, gemm.written_bytes(*shape, 2), roof)
+        self.assertIn("ceiling_gbs", row)
+        row = peers.make_row("softmax", "f16", (4, 8), "triton", 1.0, 128, 4200.0, "", "passed", written_bytes=64)
+        self.assertNotIn("ceiling_gbs", row)
+
+    def test_written_bytes_of_each_case(self):
+        written = {name: c.written_bytes for name, c in peers.CASES.items()}
+        self.assertEqual(written["softmax"](2, 8, 2), 32)
+        self.assertEqual(written["add_rmsnorm"](2, 8, 2), 64)  # y and h
+        self.assertEqual(written["layer_norm"](2, 8, 2), 32)
+        self.assertEqual(written["gelu_chain"](2, 8, 4), 64)
+        self.assertEqual(written["row_sum"](2, 8, 4), 8)
+        self.assertEqual(written["col_sum"](2, 8, 4), 32)
+        self.assertEqual(written["middle_axis_sum"](2, 8, 4), 8 * 8 * 4)
+        self.assertEqual(written["multi_axis_sum"](2, 8, 4), 8)
+        self.assertEqual(written["gemm"](5, 7, 3, 2), 70)
+        self.assertEqual(written["gemm_batched"](2, 5, 7, 3, 2), 140)
+        for name, case in peers.CASES.items():  # a part of the bytes moved, for every default shape
+            for shape in case.default_shapes:
+                self.assertLessEqual(case.written_bytes(*shape, 2), case.min_bytes(*shape, 2), (name, shape))
+
+    def test_result_keeps_the_roof(self):
+        roof = peers.make_roof(4200.0, 4500.0, 4000.0, "triton read", "fill_")
+        row = peers.make_row("softmax", "f16", (4, 8), "triton", 1.0, 128, 4200.0, "", "passed", written_bytes=64,
+                             roof=roof)
+        result = peers.make_result("NVIDIA H200", 4200.0, [row], date="2026-12-02", roof=roof)
+        back = json.loads(json.dumps(result))
+        peers.validate_result(back)
+        self.assertEqual(back["roof"]["read_gbs"], 4500.0)
+        self.assertEqual(back["roof"]["write_gbs"], 4000.0)
+        self.assertIn("(R + W) / (R / read_gbs + W / write_gbs)", back["roof"]["model"])
+        del back["roof"]["write_gbs"]
+        with self.assertRaises(ValueError):
+            peers.validate_result(back)
+
+
+@unittest.skipIf(np is None, "numpy is not installed")
+class XlaVersions(unittest.TestCase):
+    """The XLA versions, run with NumPy as the array module, against the float64 references."""
+
+    def inputs(self, case, shape, dtype):
+        rng = np.random.default_rng(5)
+        return [(rng.uniform(0.1, 2.0, s) * rng.choice([-1, 1], s)).astype(dtype) for _, s in case.inputs(*shape)]
+
+    def test_every_memory_bound_case_has_one_and_it_computes_the_case(self):
+        for name in ("softmax", "add_rmsnorm", "layer_norm", "gelu_chain", "row_sum", "col_sum", "middle_axis_sum",
+                     "multi_axis_sum"):
+            case = peers.CASES[name]
+            self.assertIn("xla", case.impls, name)
+            arrays = self.inputs(case, (3, 37), np.float32)
+            outs = case.xla(np, *arrays)
+            refs = case.reference(peers.NumpyOps, *[a.astype(np.float64) for a in arrays], "f32")
+            self.assertEqual(len(outs), len(refs), name)
+            for out, ref in zip(outs, refs):
+                self.assertEqual(out.dtype, np.float32, name)
+                self.assertLess(peers.relative_l2(out, np.reshape(ref, out.shape)), 1e-6, name)
+
+    def test_f16_storage_outside_f32_inside(self):
+        for name in ("softmax", "add_rmsnorm", "layer_norm", "gelu_chain"):
+            case = peers.CASES[name]
+            arrays = self.inputs(case, (4, 256), np.float16)
+            outs = case.xla(np, *arrays)
+            refs = case.reference(peers.NumpyOps, *[a.astype(np.float64) for a in arrays], "f16")
+            for out, ref in zip(outs, refs):
+                self.assertEqual(out.dtype, np.float16, name)
+                self.assertLess(peers.relative_l2(out, ref), 1e-3, name)
+
+    def test_the_gemm_cases_have_none(self):
+        self.assertIsNone(peers.CASES["gemm"].xla)
+        self.assertNotIn("xla", peers.CASES["gemm"].impls)
+
+
+@unittest.skipIf(np is None, "numpy is not installed")
+class WallClockTimer(unittest.TestCase):
+    def test_batches_of_back_to_back_calls(self):
+        now = {"t": 0.0}
+
+        def launch():  # each call takes 2^-10 s on the fake clock: exact in binary
+            now["t"] += 2.0**-10
+            return "result"
+
+        waits = []
+        ms, calls = peers_gpu.time_wall_ms(launch, waits.append, reps=3, batch_s=2.0**-5, clock=lambda: now["t"])
+        self.assertEqual(calls, 32)  # 2^-5 s of calls in a batch
+        self.assertAlmostEqual(ms, 1e3 * 2.0**-10)
+        self.assertEqual(len(waits), 1 + 1 + 3)  # warm-up, the single call, one a batch
+        self.assertEqual(set(waits), {"result"})
+
+    def test_long_calls_still_get_a_batch(self):
+        now = {"t": 0.0}
+
+        def launch():
+            now["t"] += 1.0
+            return None
+
+        ms, calls = peers_gpu.time_wall_ms(launch, lambda _: None, reps=1, clock=lambda: now["t"])
+        self.assertEqual(calls, 10)
+        self.assertAlmostEqual(ms, 1000.0)
+
+
+
+
+
+
+
+
+@unittest.skipIf(np is None or not (HAVE_TORCH and HAVE_JAX), "numpy, torch or jax is not installed")
+class XlaOnTheCpu(unittest.TestCase):
+    def test_jax_runs_the_case_on_torch_s_tensors(self):
+        import torch
+        gen = torch.Generator().manual_seed(2)
+        for name, dtype, kind in (("softmax", torch.float16, "f16"), ("add_rmsnorm", torch.float32, "f32"),
+                                  ("multi_axis_sum", torch.float32, "f32")):
+            case = peers.CASES[name]
+            inputs = [(torch.rand(s, generator=gen) * 1.9 + 0.1).to(dtype) for _, s in case.inputs(4, 64)]
+            refs = case.reference(peers.TorchOps, *[t.double() for t in inputs], kind)
+            run, holder, config, timer = peers.build_impl("xla", case, inputs, None, (4, 64))
+            run()
+            self.assertEqual(len(holder["outs"]), len(refs))
+            for out, ref in zip(holder["outs"], refs):
+                self.assertEqual(out.dtype, dtype)
+                self.assertLess(peers.relative_l2(out.double().numpy(), ref.numpy()), 1e-3, name)
+            self.assertGreater(timer(run), 0.0)
+            self.assertIn("back-to-back calls", config())
 
 
 if __name__ == "__main__":
