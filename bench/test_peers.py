@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Tests of bench/peers.py, its case modules and bench/plot.py that need no GPU: the cases'
-reference math on tiny hand-computed inputs, the
+reference math on tiny hand-computed inputs (attention), the
 XLA versions in NumPy, byte and FLOP counts, the ceiling model, size parsing, the result
 JSON, `peers.py --check` on folders written the way `kiln run --save` writes them, and
 plot.py on a synthetic result. Where torch (CPU), triton or jax are installed, the torch
-halves of the references and helpers and the XLA path (jax on the CPU) run too.
+halves of the references and helpers, the Triton attention kernel (in Triton's interpreter)
+and the XLA path (jax on the CPU) run too.
 
     python3 bench/test_peers.py        (or: python3 -m pytest bench/test_peers.py)
 
@@ -31,10 +32,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 if np is not None:
     import peers
+    import peers_attention
     import peers_gpu
 
 HAVE_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
 HAVE_TORCH = importlib.util.find_spec("torch") is not None
+HAVE_TRITON = importlib.util.find_spec("triton") is not None
 HAVE_JAX = importlib.util.find_spec("jax") is not None
 
 
@@ -546,10 +549,148 @@ class WallClockTimer(unittest.TestCase):
         self.assertAlmostEqual(ms, 1000.0)
 
 
+@unittest.skipIf(np is None, "numpy is not installed")
+class AttentionCase(unittest.TestCase):
+    def test_sizes(self):
+        pa = peers_attention
+        self.assertEqual(pa.parse_size("4x16x4096x128"), [pa.AttentionShape(4, 16, 16, 4096, 4096, 128, False)])
+        self.assertEqual(pa.parse_size("4x16x4096x128c"), [pa.AttentionShape(4, 16, 16, 4096, 4096, 128, True)])
+        self.assertEqual(pa.parse_size("8x32x1x8192x128"), [pa.AttentionShape(8, 32, 32, 1, 8192, 128, False)])
+        self.assertEqual(pa.parse_size("8x32x1x8192x128g8"), [pa.AttentionShape(8, 32, 8, 1, 8192, 128, False)])
+        self.assertEqual(pa.parse_size("2x8x64x64cg2"), pa.parse_size("2x8x64x64g2c"))
+        for bad in ("4x16x4096", "4x16x4096x128x1x2", "4x16x1x8192x128c", "4x16x64x64g5", "4x16x64x64q",
+                    "0x16x64x64", "4x16x64x64g0"):
+            with self.assertRaises(SystemExit, msg=bad):
+                pa.parse_size(bad)
+
+    def test_shape_text_is_the_size_again(self):
+        for token in ("4x16x4096x128", "4x16x4096x128c", "8x32x1x8192x128", "8x32x1x8192x128g8", "2x8x64x64cg2"):
+            (shape,) = peers_attention.parse_size(token)
+            self.assertEqual(peers_attention.parse_size(peers_attention.shape_text(shape)), [shape])
+        (shape,) = peers_attention.parse_size("4x16x4096x128c")
+        self.assertEqual(peers_attention.shape_text(shape), "4x16x4096x128c")
+
+    def test_rows_name_causality_and_keep_every_dimension(self):
+        (causal,) = peers_attention.parse_size("4x16x2048x64c")
+        (gqa,) = peers_attention.parse_size("8x32x1x8192x128g8")
+        self.assertEqual(peers_attention.row_case(causal), "attention_causal")
+        self.assertEqual(peers_attention.row_case(gqa), "attention")
+        self.assertEqual(peers_attention.row_shape(gqa), [8, 32, 8, 1, 8192, 128])
+
+    def test_flops_count_half_when_causal(self):
+        f = peers.CASES["attention"].flops
+        self.assertEqual(f(*peers_attention.parse_size("4x16x4096x128")[0]), 4 * 4 * 16 * 4096 * 4096 * 128)
+        self.assertEqual(f(*peers_attention.parse_size("4x16x4096x128")[0]), 549755813888)  # 550 GFLOP
+        self.assertEqual(f(*peers_attention.parse_size("4x16x4096x128c")[0]), 549755813888 // 2)
+        self.assertEqual(f(*peers_attention.parse_size("8x32x1x8192x128")[0]), 4 * 8 * 32 * 8192 * 128)
+
+    def test_bytes_are_q_k_v_and_the_output(self):
+        case = peers.CASES["attention"]
+        (prefill,) = peers_attention.parse_size("4x16x4096x128")
+        self.assertEqual(case.min_bytes(*prefill, 2), 268435456)  # 4 x 64 MiB
+        self.assertEqual(case.written_bytes(*prefill, 2), 67108864)
+        (decode,) = peers_attention.parse_size("8x32x1x8192x128")
+        kv = 2 * 8 * 32 * 8192 * 128 * 2
+        self.assertEqual(kv, 2**30)
+        self.assertEqual(case.min_bytes(*decode, 2), kv + 2 * 8 * 32 * 128 * 2)  # q and o: 0.01%
+        (gqa,) = peers_attention.parse_size("8x32x1x8192x128g8")
+        self.assertEqual(case.min_bytes(*gqa, 2), kv // 4 + 2 * 8 * 32 * 128 * 2)
+
+    def test_default_shapes(self):
+        texts = [peers_attention.shape_text(s) for s in peers.CASES["attention"].default_shapes]
+        self.assertEqual(texts, ["4x16x4096x128", "4x16x4096x128c", "4x16x2048x64c", "4x16x4097x128",
+                                 "8x32x1x8192x128", "8x32x1x8192x128g8"])
+
+    def test_one_key_gives_its_value(self):
+        q = np.array([[[[0.3, -2.0]]]])
+        k = np.array([[[[1.0, 5.0]]]])
+        v = np.array([[[[3.0, -1.0]]]])
+        np.testing.assert_allclose(peers_attention.reference_numpy(q, k, v, False), v)
+
+    def test_equal_scores_average_the_values(self):
+        q = np.zeros((1, 1, 1, 2))
+        k = np.array([[[[1.0, 2.0], [3.0, 4.0]]]])
+        v = np.array([[[[2.0, 0.0], [0.0, 4.0]]]])
+        np.testing.assert_allclose(peers_attention.reference_numpy(q, k, v, False), [[[[1.0, 2.0]]]])
+
+    def test_causal_rows_see_the_keys_up_to_their_own(self):
+        q = np.zeros((1, 1, 2, 2))
+        v = np.array([[[[2.0, 0.0], [0.0, 4.0]]]])
+        np.testing.assert_allclose(peers_attention.reference_numpy(q, q, v, True), [[[[2.0, 0.0], [1.0, 2.0]]]])
+
+    def test_scores_are_scaled_by_one_over_sqrt_d(self):
+        q = np.array([[[[1.0, 0.0]]]])
+        k = np.array([[[[1.0, 0.0], [0.0, 0.0]]]])
+        v = np.array([[[[1.0, 0.0], [0.0, 0.0]]]])
+        e = math.exp(1 / math.sqrt(2))
+        np.testing.assert_allclose(peers_attention.reference_numpy(q, k, v, False), [[[[e / (e + 1), 0.0]]]])
+
+    def test_grouped_query_heads_share_their_group_s_keys(self):
+        rng = np.random.default_rng(2)
+        q, k, v = rng.normal(size=(1, 4, 3, 8)), rng.normal(size=(1, 2, 5, 8)), rng.normal(size=(1, 2, 5, 8))
+        out = peers_attention.reference_numpy(q, k, v, False)
+        for head in range(4):  # heads 0, 1 on K/V head 0; 2, 3 on K/V head 1
+            one = peers_attention.reference_numpy(q[:, head:head + 1], k[:, head // 2:head // 2 + 1],
+                                                  v[:, head // 2:head // 2 + 1], False)
+            np.testing.assert_allclose(out[:, head:head + 1], one)
+
+    def test_decode_plan_splits_the_keys_without_an_empty_split(self):
+        self.assertEqual(peers_attention.decode_plan(1, 256, 8192, 64, 132), (3, 2752))
+        self.assertEqual(peers_attention.decode_plan(4, 64, 8192, 64, 132), (9, 960))
+        self.assertEqual(peers_attention.decode_plan(1, 1024, 8192, 64, 132)[0], 1)  # enough programs already
+        for programs, kv_len in ((1, 100), (3, 8193), (64, 4097), (7, 64), (200, 300000)):
+            splits, per_split = peers_attention.decode_plan(1, programs, kv_len, 64, 132)
+            self.assertEqual(per_split % 64, 0)
+            self.assertLess((splits - 1) * per_split, kv_len)
+            self.assertGreaterEqual(splits * per_split, kv_len)
 
 
 
 
+
+
+
+
+
+
+
+TRITON_INTERPRETED = r"""
+import os, sys
+os.environ["TRITON_INTERPRET"] = "1"
+sys.path.insert(0, sys.argv[1])
+import numpy as np, torch
+import peers_attention as pa
+torch.manual_seed(3)
+worst = 0.0
+for token, block in (("1x4x40x16cg2", (32, 16)), ("1x2x33x47x32", (16, 16)), ("1x2x70x16c", (16, 32)),
+                     ("1x4x1x300x32g2", None), ("2x2x1x100x16", None), ("1x2x3x200x16", None)):
+    (shape,) = pa.parse_size(token)
+    q = (torch.rand(shape.batch, shape.heads, shape.q_len, shape.head_dim) * 4 - 2).half()
+    k = (torch.rand(shape.batch, shape.kv_heads, shape.kv_len, shape.head_dim) * 4 - 2).half()
+    v = (torch.rand(shape.batch, shape.kv_heads, shape.kv_len, shape.head_dim) * 4 - 2).half()
+    out = torch.full_like(q, float("nan"))
+    launch, config = pa.triton_attention(q, k, v, out, shape.causal, block)
+    launch()
+    ref = pa.reference_numpy(q.double().numpy(), k.double().numpy(), v.double().numpy(), shape.causal)
+    err = np.linalg.norm(out.double().numpy() - ref) / np.linalg.norm(ref)
+    print(token, err, config() if callable(config) else config)
+    worst = max(worst, err if np.isfinite(err) else np.inf)
+print("worst", worst)
+"""
+
+
+@unittest.skipIf(np is None or not (HAVE_TORCH and HAVE_TRITON), "numpy, torch or triton is not installed")
+class TritonAttentionInterpreted(unittest.TestCase):
+    def test_prefill_causal_ragged_grouped_and_decode_splits(self):
+        # Triton's interpreter runs the kernel on the CPU (fp16: its bf16 dot is not exact); a process
+        # of its own, since TRITON_INTERPRET is read when triton is imported.
+        done = subprocess.run([sys.executable, "-c", TRITON_INTERPRETED, HERE], capture_output=True, text=True,
+                              timeout=600)
+        self.assertEqual(done.returncode, 0, done.stderr[-3000:])
+        self.assertIn("key split(s)", done.stdout)
+        self.assertIn("+ a combine kernel", done.stdout)
+        worst = float(done.stdout.strip().splitlines()[-1].split()[1])
+        self.assertLess(worst, 2e-3, done.stdout)
 
 
 @unittest.skipIf(np is None or not (HAVE_TORCH and HAVE_JAX), "numpy, torch or jax is not installed")
