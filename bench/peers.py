@@ -15,6 +15,7 @@ writes the result JSON that `kiln bench --peers F` merges into its table.
                    [--impls eager,compile,compile-graph,autotune,triton,xla] [--dtypes f16]
     bench/peers.py --cases gemm --sizes 4096x4096x4096,16x8192x8192
     bench/peers.py --cases attention --sizes 4x16x4096x128,4x16x4096x128c,8x32x1x8192x128g8
+    bench/peers.py --cases quant --sizes 1x8192x8192w4g128,16x8192x8192w8
     bench/peers.py --check DIR [--case NAME]
 
 Sizes: a row length C (R = 2^27 / C) or RxC for the memory-bound cases, MxNxK or BxMxNxK
@@ -29,7 +30,9 @@ stream) and kiln.
 
 Cases of peers only, run when named (`kiln bench` has no such case yet): attention (torch
 SDPA's cuDNN, flash and memory-efficient backends, a flash-attention kernel in Triton;
-bench/peers_attention.py).
+bench/peers_attention.py) and quant (weight-only int4 / int8 products: cuBLAS on the
+dequantised weight, torch's int4 kernel, torch.compile of dequantise + linear;
+bench/peers_quant.py).
 
 Ceilings: a row of a memory-bound case also gets ceiling_gbs, the stream ceiling of its own
 mix of R bytes read and W written, each byte read taking 1 / read_gbs and each written
@@ -75,6 +78,7 @@ except ImportError:
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the modules next to this file
 import peers_attention  # noqa: E402
+import peers_quant  # noqa: E402
 import peers_xla  # noqa: E402
 from peers_gpu import (GPU_REFERENCE_MIN_MACS, GRAPH_CALLS, TORCH_DTYPE, check_outputs, measure_copy_gbs,  # noqa: E402
                        WALL_REPS, measure_gemm_tflops, measure_read_gbs, measure_write_gbs, random_input,
@@ -93,7 +97,7 @@ ELEMENT_SIZE = {"f16": 2, "bf16": 2, "f32": 4}
 ERROR_BOUND = {"f16": 1e-2, "bf16": 1e-2, "f32": 1e-5}
 IMPL_NAMES = {"eager": "torch eager", "compile": "torch.compile", "compile-graph": "torch.compile (CUDA graph)",
               "autotune": "torch.compile max-autotune", "triton": "triton", "xla": "jax.jit (XLA)",
-              "kiln": "kiln (python)", **peers_attention.IMPL_NAMES}
+              "kiln": "kiln (python)", **peers_attention.IMPL_NAMES, **peers_quant.IMPL_NAMES}
 RMS_EPS = 1e-6
 LN_EPS = 1e-5
 GELU_K = math.sqrt(2.0 / math.pi)
@@ -634,7 +638,7 @@ class Case:
     impls: tuple = ROW_IMPLS  # which of IMPL_NAMES it runs
     written_bytes: Callable | None = None  # (*shape, element size) -> the part of min_bytes written
     xla: Callable | None = None  # (array module, *inputs) -> outputs: the case in jax.numpy
-    # Cases of peers only (attention) set the fields below; their shapes are named tuples.
+    # Cases of peers only (attention, quant) set the fields below; their shapes are named tuples.
     kiln_case: bool = True  # one of `kiln bench`'s: runs when no case is named, as "kiln", in --check
     parse_size: Callable | None = None  # --sizes token -> [shapes] (SystemExit when not of its form)
     make_inputs: Callable | None = None  # (shape, dtype, gen) -> tensors, when not random floats per inputs()
@@ -696,6 +700,7 @@ CASES = {c.name: c for c in [
          lambda *s: _gemm_bytes(*s, bias=True), ref_gemm_bias_gelu, eager_gemm_bias_gelu, triton_gemm_bias_gelu,
          _gemm_flops, gemm=True, impls=GEMM_IMPLS, written_bytes=_gemm_written),
     Case(**peers_attention.CASE),  # the cases of peers only, from the modules next to this file
+    Case(**peers_quant.CASE),
 ]}
 KILN_CASES = [name for name, c in CASES.items() if c.kiln_case]
 
@@ -732,7 +737,7 @@ def shapes_for(case, sizes, named):
 
 def case_shapes(case, text, named):
     """The shapes `case` runs for the --sizes text (None: its defaults). A case with a size form
-    of its own (attention) parses each token itself; the others go through shapes_for."""
+    of its own (attention, quant) parses each token itself; the others go through shapes_for."""
     if not text:
         return list(case.default_shapes)
     if case.parse_size is None:
@@ -853,10 +858,12 @@ def make_result(gpu, copy_gbs, rows, errors=(), date=None, gemm_tflops=0.0, gemm
 
 
 def row_shape_dims(case):
-    """The lengths a row's shape may have: [B, H, Hkv, Sq, Skv, D] for attention, else [R, C],
-    [M, N, K] or [B, M, N, K]."""
+    """The lengths a row's shape may have: [B, H, Hkv, Sq, Skv, D] for attention, [M, N, K] for
+    quant, else [R, C], [M, N, K] or [B, M, N, K]."""
     if case in peers_attention.ROW_CASES:
         return (6,)
+    if case.startswith(peers_quant.ROW_PREFIX):
+        return (3,)
     return (2, 3, 4)
 
 
@@ -1204,13 +1211,14 @@ def main(argv=None):
                                         f"also {','.join(c for c in CASES if c not in KILN_CASES)})")
     parser.add_argument("--sizes", help="comma-separated C (R = 2^27 / C), RxC, or for the GEMM cases MxNxK or "
                                         "BxMxNxK; attention BxHxSxD or BxHxSqxSkvxD (+ c causal, gN K/V heads); "
-                                        "default: each case's own")
+                                        "quant MxNxK (+ a format, e.g. w4g128, w4g128z, w8); default: each case's own")
     parser.add_argument("--dtypes", help="only these dtypes, e.g. f16")
     parser.add_argument("--impls", help="comma-separated; default: every one each case has. eager, compile "
                         "(torch.compile), compile-graph (torch.compile timed in a CUDA graph at every size), "
                         "autotune (torch.compile mode=max-autotune: GEMM cases), triton, xla (jax.jit: the "
                         "memory-bound cases), kiln (Kiln's Python module, when it imports: kiln bench's cases); "
-                        "attention: sdpa-cudnn, sdpa-flash, sdpa-efficient, triton")
+                        "attention: sdpa-cudnn, sdpa-flash, sdpa-efficient, triton; quant: cublas, int4pack, "
+                        "compile")
     parser.add_argument("--json", help="write the result JSON here")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--check", metavar="DIR", help="check what `kiln run --save DIR` wrote")

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Tests of bench/peers.py, its case modules and bench/plot.py that need no GPU: the cases'
-reference math on tiny hand-computed inputs (attention), the
+reference math on tiny hand-computed inputs (attention, the quantised weights' bytes), the
 XLA versions in NumPy, byte and FLOP counts, the ceiling model, size parsing, the result
 JSON, `peers.py --check` on folders written the way `kiln run --save` writes them, and
 plot.py on a synthetic result. Where torch (CPU), triton or jax are installed, the torch
@@ -34,6 +34,7 @@ if np is not None:
     import peers
     import peers_attention
     import peers_gpu
+    import peers_quant
 
 HAVE_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
 HAVE_TORCH = importlib.util.find_spec("torch") is not None
@@ -645,13 +646,224 @@ class AttentionCase(unittest.TestCase):
             self.assertGreaterEqual(splits * per_split, kv_len)
 
 
+@unittest.skipIf(np is None, "numpy is not installed")
+class QuantCase(unittest.TestCase):
+    def test_formats(self):
+        pq = peers_quant
+        self.assertEqual(pq.parse_format("w4g128"), pq.QuantFormat(4, 128, False))
+        self.assertEqual(pq.parse_format("w4g128z"), pq.QuantFormat(4, 128, True))
+        self.assertEqual(pq.parse_format("w8"), pq.QuantFormat(8, None, False))
+        self.assertEqual(pq.group_size(pq.parse_format("w8"), 8192), 8192)  # one scale a row
+        for bad in ("w3", "w4g", "w4g0", "x4", "w4z128", ""):
+            with self.assertRaises(ValueError, msg=bad):
+                pq.parse_format(bad)
+
+    def test_sizes(self):
+        pq = peers_quant
+        self.assertEqual(pq.parse_size("16x8192x8192w4g128"), [pq.QuantShape(16, 8192, 8192, "w4g128")])
+        self.assertEqual([s.fmt for s in pq.parse_size("1x8192x8192")], list(pq.FORMATS))
+        for bad in ("1x8192x100w4g128", "1x8x7w4", "1x8x8w3", "1x8", "0x8x8w8", "1x8x8w4g3"):
+            with self.assertRaises(SystemExit, msg=bad):
+                pq.parse_size(bad)
+        self.assertEqual(pq.shape_text(pq.parse_size("64x8192x8192w8")[0]), "64x8192x8192w8")
+
+    def test_default_shapes_are_decode_steps_against_8192_squared(self):
+        shapes = peers.CASES["quant"].default_shapes
+        self.assertEqual(sorted({s.m for s in shapes}), [1, 16, 64])
+        self.assertEqual({(s.n, s.k) for s in shapes}, {(8192, 8192)})
+        self.assertEqual({s.fmt for s in shapes}, {"w4g128", "w4g128z", "w8"})
+
+    def test_rows(self):
+        (shape,) = peers_quant.parse_size("16x8192x8192w4g128")
+        self.assertEqual(peers_quant.row_case(shape), "quant_w4g128")
+        self.assertEqual(peers_quant.row_shape(shape), [16, 8192, 8192])
+
+    def test_bytes_are_the_weight_s(self):
+        pq = peers_quant
+        self.assertEqual(pq.weight_bytes(8192, 8192, "w4g128", 2), 8192 * 8192 // 2 + 8192 * 64 * 2)
+        self.assertEqual(pq.weight_bytes(8192, 8192, "w4g128", 2), 34603008)
+        self.assertEqual(pq.weight_bytes(8192, 8192, "w4g128z", 2), 34603008 + 8192 * 64 * 2)
+        self.assertEqual(pq.weight_bytes(8192, 8192, "w8", 2), 8192 * 8192 + 8192 * 2)
+        case = peers.CASES["quant"]
+        (shape,) = pq.parse_size("16x8192x8192w4g128")
+        self.assertEqual(case.min_bytes(*shape, 2), 34603008)
+        self.assertEqual(case.written_bytes(*shape, 2), 0)  # read only: its ceiling is the read ceiling
+        self.assertEqual(case.flops(*shape), 2 * 16 * 8192 * 8192)
+
+    def test_nibbles_even_index_low(self):
+        pack = peers_quant.pack_int4
+        np.testing.assert_array_equal(pack([[1, 2]]), [[0x21]])
+        np.testing.assert_array_equal(pack([[-1, 0]]), [[0x0F]])
+        np.testing.assert_array_equal(pack([[0, -8]]), [[0x80]])
+        np.testing.assert_array_equal(pack([[7, -8, -1, 3]]), [[0x87, 0x3F]])
+        self.assertEqual(pack([[1, 2]]).dtype, np.uint8)
+        for bad in ([[1, 2, 3]], [[8, 0]], [[-9, 0]]):
+            with self.assertRaises(ValueError):
+                pack(bad)
+
+    def test_pack_and_unpack_round_trip_every_value(self):
+        rng = np.random.default_rng(4)
+        w = np.stack([rng.permutation(np.arange(-8, 8)) for _ in range(5)]).astype(np.int8)  # [5, 16]
+        packed = peers_quant.pack_int4(w)
+        self.assertEqual(packed.shape, (5, 8))
+        back = peers_quant.unpack_int4(packed)
+        self.assertEqual(back.dtype, np.int8)
+        np.testing.assert_array_equal(back, w)
+        every_byte = np.arange(256, dtype=np.uint8).reshape(2, 128)
+        np.testing.assert_array_equal(peers_quant.pack_int4(peers_quant.unpack_int4(every_byte)), every_byte)
+
+    def test_dequantize_subtracts_the_zero_point_then_scales_per_group(self):
+        w, s, z = [[1, 2, 3, 4]], [[0.5, 2.0]], [[1.0, -1.0]]
+        np.testing.assert_allclose(peers_quant.dequantize(w, s, z, 2), [[0.0, 0.5, 8.0, 10.0]])
+        np.testing.assert_allclose(peers_quant.dequantize(w, s, None, 2), [[0.5, 1.0, 6.0, 8.0]])
+        np.testing.assert_allclose(peers_quant.dequantize(w, [[0.5]], None, 4), [[0.5, 1.0, 1.5, 2.0]])
+
+    def test_reference_is_x_times_the_dequantised_weight_transposed(self):
+        x = [[1.0, 1.0, 1.0, 1.0], [1.0, 0.0, 0.0, 0.0]]
+        y = peers_quant.reference_numpy(x, [[1, 2, 3, 4], [0, 0, 0, 1]], [[0.5, 2.0], [1.0, 1.0]],
+                                        [[1.0, -1.0], [0.0, 0.0]], 2)
+        np.testing.assert_allclose(y, [[18.5, 1.0], [0.0, 0.0]])
+
+    def test_torch_int4_layout_puts_the_even_index_high(self):
+        op = peers_quant.int4pack_operand
+        np.testing.assert_array_equal(op(np.array([[-8, 7]], dtype=np.int8)), [[0x0F]])  # q = 0, 15
+        np.testing.assert_array_equal(op(np.array([[7, -8]], dtype=np.int8)), [[0xF0]])
+        np.testing.assert_array_equal(op(np.array([[0, 1]], dtype=np.int8)), [[0x89]])
+
+    def test_torch_scales_and_zeros_give_kiln_s_dequantisation(self):
+        rng = np.random.default_rng(8)
+        n, k, group = 3, 12, 4
+        w = rng.integers(-8, 8, (n, k))
+        s = rng.uniform(0.5, 1.5, (n, k // group))
+        z = rng.integers(-2, 3, (n, k // group)).astype(np.float64)
+        pairs = peers_quant.int4pack_scales_and_zeros(s, z)
+        self.assertEqual(pairs.shape, (k // group, n, 2))
+        q = w + 8  # torch's 0..15
+        cols = np.arange(k) // group
+        torch_style = (q - 8) * pairs[cols, :, 0].T + pairs[cols, :, 1].T  # (q - 8) * scale + zero
+        np.testing.assert_allclose(torch_style, peers_quant.dequantize(w, s, z, group))
+        no_zero = peers_quant.int4pack_scales_and_zeros(s, None)
+        np.testing.assert_array_equal(no_zero[..., 1], 0.0)
+
+    def test_inputs_name_the_stored_tensors(self):
+        self.assertEqual(peers_quant.quant_inputs(16, 8192, 8192, "w4g128z"),
+                         [("x", (16, 8192)), ("w", (8192, 4096)), ("s", (8192, 64)), ("z", (8192, 64))])
+        self.assertEqual(peers_quant.quant_inputs(1, 64, 32, "w8"), [("x", (1, 32)), ("w", (64, 32)), ("s", (64, 1))])
 
 
+@unittest.skipIf(np is None, "numpy is not installed")
+class PeerCasePlumbing(unittest.TestCase):
+    def test_peer_cases_are_not_kiln_bench_s(self):
+        self.assertIn("attention", peers.CASES)
+        self.assertIn("quant", peers.CASES)
+        self.assertNotIn("attention", peers.KILN_CASES)
+        self.assertNotIn("quant", peers.KILN_CASES)
+        self.assertIsNone(peers.case_for_function("attention_f16_4x16x4096x128"))
+
+    def test_every_impl_is_named_and_built(self):
+        for case in peers.CASES.values():
+            for impl in case.impls:
+                self.assertIn(impl, peers.IMPL_NAMES, (case.name, impl))
+                if not case.kiln_case:
+                    self.assertIn(impl, case.builders, (case.name, impl))
+        self.assertEqual(peers.IMPL_NAMES["compile-graph"], "torch.compile (CUDA graph)")
+        self.assertEqual(peers.IMPL_NAMES["xla"], "jax.jit (XLA)")
+        self.assertEqual(set(peers.CASES["attention"].impls), {"sdpa-cudnn", "sdpa-flash", "sdpa-efficient", "triton"})
+        self.assertEqual(set(peers.CASES["quant"].impls), {"cublas", "int4pack", "compile"})
+        self.assertIn("compile-graph", peers.CASES["softmax"].impls)
+        self.assertIn("compile-graph", peers.CASES["gemm"].impls)
+
+    def test_sizes_per_case(self):
+        attention, quant, softmax = (peers.CASES[n] for n in ("attention", "quant", "softmax"))
+        shapes = peers.case_shapes(attention, "4x16x4096x128c,8x32x1x8192x128g8", True)
+        self.assertEqual([attention.text(s) for s in shapes], ["4x16x4096x128c", "8x32x1x8192x128g8"])
+        self.assertEqual(peers.case_shapes(attention, None, True), list(attention.default_shapes))
+        self.assertEqual(len(peers.case_shapes(quant, "1x8192x8192,16x8192x8192w8", True)), 4)
+        self.assertEqual(peers.case_shapes(softmax, "4096", True), [(32768, 4096)])
+        with self.assertRaises(SystemExit):
+            peers.case_shapes(attention, "4096", True)
+
+    def test_the_baseline_runs_first(self):
+        quant, attention, softmax = (peers.CASES[n] for n in ("quant", "attention", "softmax"))
+        self.assertEqual(peers.case_impls(quant, ["compile", "cublas"]), ["cublas", "compile"])
+        self.assertEqual(peers.case_impls(quant, None)[0], "cublas")
+        self.assertEqual(peers.case_impls(attention, ["kiln", "triton", "eager"]), ["triton"])
+        self.assertEqual(peers.case_impls(softmax, ["kiln", "eager"]), ["kiln", "eager"])
+
+    def test_peer_rows_validate(self):
+        rows = [peers.make_row("attention_causal", "f16", [4, 16, 16, 4096, 4096, 128], "triton", 1.0, 268435456,
+                               4200.0, "", "passed", 274877906944, 700.0),
+                peers.make_row("quant_w4g128", "bf16", [16, 8192, 8192], "cuBLAS (dequantised)", 0.03, 34603008,
+                               4200.0, "", "passed", 2 * 16 * 8192**2, 700.0)]
+        result = json.loads(json.dumps(peers.make_result("NVIDIA H200", 4200.0, rows, date="2026-12-02")))
+        peers.validate_result(result)
+        result["rows"][0]["shape"] = [4, 16, 4096, 128]
+        with self.assertRaises(ValueError):
+            peers.validate_result(result)
+
+    def test_printed_rows_show_the_ceiling_and_the_baseline(self):
+        roof = peers.make_roof(4200.0, 4500.0, 4000.0)
+        row = peers.make_row("quant_w4g128", "bf16", [1, 8192, 8192], "torch.compile", 0.0123, 34603008, 4200.0,
+                             "cfg", "passed", 2 * 8192**2, 700.0, 0, roof)
+        row.update(baseline="cuBLAS (dequantised)", vs_baseline=2.5)
+        with contextlib.redirect_stdout(io.StringIO()) as printed:
+            peers.print_header()
+            peers.print_row(row, 1e-3, "1x8192x8192w4g128")
+        text = printed.getvalue()
+        self.assertIn("%ceil", text)
+        self.assertIn("0.01230", text)  # short rows print five decimals of ms
+        self.assertIn("speed 2.50x cuBLAS (dequantised)'s", text)
+        self.assertIn(f"{row['pct_ceiling']:.1f}", text)
 
 
+@unittest.skipIf(np is None or not HAVE_TORCH, "numpy or torch is not installed")
+class TorchHalves(unittest.TestCase):
+    """The torch versions of the helpers, on the CPU, against the NumPy ones."""
 
+    def test_quant_bytes_in_torch(self):
+        import torch
+        rng = np.random.default_rng(6)
+        w = rng.integers(-8, 8, (6, 32)).astype(np.int8)
+        packed = peers_quant.pack_int4_torch(torch.from_numpy(w))
+        np.testing.assert_array_equal(packed.numpy(), peers_quant.pack_int4(w))
+        np.testing.assert_array_equal(peers_quant.unpack_int4_torch(packed).numpy(), w)
+        np.testing.assert_array_equal(peers_quant.int4pack_operand(torch.from_numpy(w)).numpy(),
+                                      peers_quant.int4pack_operand(w))
+        s = rng.uniform(0.5, 1.5, (6, 4))
+        z = rng.integers(-2, 3, (6, 4)).astype(np.float64)
+        np.testing.assert_allclose(peers_quant.int4pack_scales_and_zeros(torch.from_numpy(s), torch.from_numpy(z)),
+                                   peers_quant.int4pack_scales_and_zeros(s, z))
+        np.testing.assert_allclose(
+            peers_quant.dequantize_torch(torch.from_numpy(w), torch.from_numpy(s), torch.from_numpy(z), 8,
+                                         torch.float64), peers_quant.dequantize(w, s, z, 8))
 
+    def test_dequant_linear_is_the_reference(self):
+        import torch
+        rng = np.random.default_rng(7)
+        x = rng.uniform(-1, 1, (3, 32))
+        w = rng.integers(-8, 8, (5, 32)).astype(np.int8)
+        s = rng.uniform(0.5, 1.5, (5, 2))
+        z = rng.integers(-2, 3, (5, 2)).astype(np.float64)
+        want = peers_quant.reference_numpy(x, w, s, z, 16)
+        got = peers_quant.dequant_linear(torch.from_numpy(x), peers_quant.pack_int4_torch(torch.from_numpy(w)),
+                                         torch.from_numpy(s), torch.from_numpy(z), 4, 16)
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-12)
+        shape = peers_quant.QuantShape(3, 5, 32, "w4g16z")
+        inputs = [torch.from_numpy(x), peers_quant.pack_int4_torch(torch.from_numpy(w)), torch.from_numpy(s),
+                  torch.from_numpy(z)]
+        np.testing.assert_allclose(peers_quant.reference_torch(shape, inputs)[0].numpy(), want, rtol=1e-12)
 
+    def test_attention_reference_in_torch(self):
+        import torch
+        rng = np.random.default_rng(9)
+        for token in ("1x4x7x16c", "2x4x1x9x8g2", "1x2x5x6x8"):
+            (shape,) = peers_attention.parse_size(token)
+            q = rng.normal(size=(shape.batch, shape.heads, shape.q_len, shape.head_dim))
+            k = rng.normal(size=(shape.batch, shape.kv_heads, shape.kv_len, shape.head_dim))
+            v = rng.normal(size=k.shape)
+            got = peers_attention.reference_torch(shape, [torch.from_numpy(a) for a in (q, k, v)])[0]
+            np.testing.assert_allclose(got.numpy(), peers_attention.reference_numpy(q, k, v, shape.causal),
+                                       rtol=1e-10, err_msg=token)
 
 
 TRITON_INTERPRETED = r"""
