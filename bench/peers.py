@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Kiln's benchmark cases in PyTorch eager, torch.compile and Triton, on the GPU machine.
+"""Kiln's benchmark cases in PyTorch eager, torch.compile, Triton and XLA, on the GPU machine.
 
 When Kiln's Python module imports (build/python, or $KILN_PYTHON_DIR), Kiln runs in the
 same process too ("kiln" in --impls): the case's graph compiled by kiln.compile and
@@ -7,24 +7,42 @@ called on the same torch tensors, timed the same way.
 
 Runs the same cases and sizes as `kiln bench`, checks every implementation against a
 float64 computation on the same inputs (large matrix products: float32 on the GPU, TF32
-off), times each (median, warm-up, L2 flushed), measures the copy bandwidth (and, for the
-GEMM cases, the GEMM rate) in the same run and writes the result JSON that
-`kiln bench --peers F` merges into its table.
+off), times each (median, warm-up, L2 flushed), measures the stream ceilings (copy,
+read-only, write-only) and, for cases that count FLOPs, the GEMM rate in the same run and
+writes the result JSON that `kiln bench --peers F` merges into its table.
 
     bench/peers.py [--cases softmax,add_rmsnorm] [--sizes 4096,1024x8192] [--json F]
-                   [--impls eager,compile,autotune,triton] [--dtypes f16]
+                   [--impls eager,compile,compile-graph,autotune,triton,xla] [--dtypes f16]
     bench/peers.py --cases gemm --sizes 4096x4096x4096,16x8192x8192
+    bench/peers.py --cases attention --sizes 4x16x4096x128,4x16x4096x128c,8x32x1x8192x128g8
+    bench/peers.py --cases quant --sizes 1x8192x8192w4g128,16x8192x8192w8
     bench/peers.py --check DIR [--case NAME]
 
 Sizes: a row length C (R = 2^27 / C) or RxC for the memory-bound cases, MxNxK or BxMxNxK
 for the GEMM cases; with no case named, each size runs in the cases that take its form.
 The GEMM cases also run torch.compile with mode="max-autotune" ("autotune").
 
+Implementations (--impls; default: every one a case has): eager, compile (torch.compile),
+compile-graph (the same compiled function timed in a CUDA graph of 20 calls at every size,
+as `kiln bench` times launches under 50 us), autotune, triton, xla (jax.jit on the same
+tensors through DLPack, timed by the wall clock over back-to-back calls: JAX runs on its own
+stream) and kiln.
+
+Cases of peers only, run when named (`kiln bench` has no such case yet): attention (torch
+SDPA's cuDNN, flash and memory-efficient backends, a flash-attention kernel in Triton;
+bench/peers_attention.py) and quant (weight-only int4 / int8 products: cuBLAS on the
+dequantised weight, torch's int4 kernel, torch.compile of dequantise + linear;
+bench/peers_quant.py).
+
+Ceilings: a row of a memory-bound case also gets ceiling_gbs, the stream ceiling of its own
+mix of R bytes read and W written, each byte read taking 1 / read_gbs and each written
+1 / write_gbs: (R + W) / (R / read_gbs + W / write_gbs); pct_ceiling is its share of that.
+
 --check reads what `kiln run FILE --save DIR` wrote (inputs and Kiln's outputs as .npy,
 manifest.json), recomputes the case in float64 (PyTorch when present, else NumPy) and
 reports Kiln's relative L2 and max abs error per output; exit status 1 above the bound.
 
-At run time: numpy and torch (+ triton on the GPU); --check needs numpy only.
+At run time: numpy and torch (+ triton, jax on the GPU); --check needs numpy only.
 """
 from __future__ import annotations
 
@@ -58,6 +76,14 @@ try:
 except ImportError:
     triton = None
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the modules next to this file
+import peers_attention  # noqa: E402
+import peers_quant  # noqa: E402
+import peers_xla  # noqa: E402
+from peers_gpu import (GPU_REFERENCE_MIN_MACS, GRAPH_CALLS, TORCH_DTYPE, check_outputs, measure_copy_gbs,  # noqa: E402
+                       WALL_REPS, measure_gemm_tflops, measure_read_gbs, measure_write_gbs, random_input,
+                       time_in_graph_ms, time_ms, time_wall_ms)
+
 ELEMENTS = 2**27  # the row-reduction cases move 2^27 elements: R = 2^27 / C
 REDUCE_BATCH = 8  # the middle- and multi-axis reduction cases reduce x of shape [8, R, C]
 SOFTMAX_COLS = (128, 512, 1024, 4096, 16384, 32768, 65536, 262144)
@@ -67,13 +93,11 @@ NORM_COLS = (1024, 4096, 8192, 16384)
 GEMM_SHAPES = ((4096, 4096, 4096), (8192, 8192, 8192), (4093, 4099, 4097), (16, 8192, 8192))
 GEMM_BATCHED_SHAPES = ((32, 1024, 1024, 1024),)
 GEMM_BIAS_GELU_SHAPES = ((4096, 4096, 4096),)
-# A product of more multiply-adds than this gets its reference in float32 on the GPU
-# (runtime/reference.h has the same threshold for Kiln's).
-GPU_REFERENCE_MIN_MACS = 2**28
 ELEMENT_SIZE = {"f16": 2, "bf16": 2, "f32": 4}
 ERROR_BOUND = {"f16": 1e-2, "bf16": 1e-2, "f32": 1e-5}
-IMPL_NAMES = {"eager": "torch eager", "compile": "torch.compile", "autotune": "torch.compile max-autotune",
-              "triton": "triton", "kiln": "kiln (python)"}
+IMPL_NAMES = {"eager": "torch eager", "compile": "torch.compile", "compile-graph": "torch.compile (CUDA graph)",
+              "autotune": "torch.compile max-autotune", "triton": "triton", "xla": "jax.jit (XLA)",
+              "kiln": "kiln (python)", **peers_attention.IMPL_NAMES, **peers_quant.IMPL_NAMES}
 RMS_EPS = 1e-6
 LN_EPS = 1e-5
 GELU_K = math.sqrt(2.0 / math.pi)
@@ -253,6 +277,53 @@ def eager_middle_axis_sum(x):
 
 def eager_multi_axis_sum(x):
     return (x.sum(dim=(0, 2)),)
+
+
+# ---------------------------------------------------------------------------
+# XLA versions: xp is jax.numpy under jax.jit (NumPy in the CPU tests); float32 inside,
+# the storage dtype outside, as the Triton kernels compute.
+
+def xla_softmax(xp, x):
+    xf = x.astype(xp.float32)
+    e = xp.exp(xf - xf.max(axis=-1, keepdims=True))
+    return ((e / e.sum(axis=-1, keepdims=True)).astype(x.dtype),)
+
+
+def xla_add_rmsnorm(xp, x, r, w):
+    h = x + r  # rounded to the storage dtype, as the case says
+    hf = h.astype(xp.float32)
+    y = hf / xp.sqrt((hf * hf).mean(axis=-1, keepdims=True) + RMS_EPS) * w.astype(xp.float32)
+    return (y.astype(x.dtype), h)
+
+
+def xla_layer_norm(xp, x, w, b):
+    xf = x.astype(xp.float32)
+    centered = xf - xf.mean(axis=-1, keepdims=True)
+    var = (centered * centered).mean(axis=-1, keepdims=True)
+    y = centered / xp.sqrt(var + LN_EPS) * w.astype(xp.float32) + b.astype(xp.float32)
+    return (y.astype(x.dtype),)
+
+
+def xla_gelu_chain(xp, x, r, s, b):
+    v = x.astype(xp.float32) * s.astype(xp.float32) + b.astype(xp.float32)
+    y = 0.5 * v * (1.0 + xp.tanh(GELU_K * (v + 0.044715 * v * v * v))) + r.astype(xp.float32)
+    return (y.astype(x.dtype),)
+
+
+def xla_row_sum(xp, x):
+    return (x.sum(axis=1),)
+
+
+def xla_col_sum(xp, x):
+    return (x.sum(axis=0),)
+
+
+def xla_middle_axis_sum(xp, x):
+    return (x.sum(axis=1),)
+
+
+def xla_multi_axis_sum(xp, x):
+    return (x.sum(axis=(0, 2)),)
 
 
 # ---------------------------------------------------------------------------
@@ -520,7 +591,8 @@ def triton_gemm_bias_gelu(a, b, bias):
 # ---------------------------------------------------------------------------
 # The case table: kept in step with `kiln bench`.
 
-GEMM_IMPLS = ("eager", "compile", "autotune", "triton")
+GEMM_IMPLS = ("eager", "compile", "compile-graph", "autotune", "triton")
+ROW_IMPLS = ("eager", "compile", "compile-graph", "triton", "xla")
 
 
 def _rows_for(cols):
@@ -538,6 +610,11 @@ def _gemm_bytes(*shape_and_es, bias=False):
     *batch, M, N, K, es = shape_and_es
     B = math.prod(batch)
     return (B * (M * K + K * N + M * N) + (N if bias else 0)) * es
+
+
+def _gemm_written(*shape_and_es):
+    *batch, M, N, K, es = shape_and_es
+    return math.prod(batch) * M * N * es
 
 
 def _gemm_flops(*shape):
@@ -558,48 +635,74 @@ class Case:
     triton: Callable
     flops: Callable = lambda *shape: 0  # (*shape) -> flops; 0 for the memory-bound cases
     gemm: bool = False  # takes (M, N, K) or (B, M, N, K) sizes rather than (R, C)
-    impls: tuple = ("eager", "compile", "triton")  # which of IMPL_NAMES it runs
+    impls: tuple = ROW_IMPLS  # which of IMPL_NAMES it runs
+    written_bytes: Callable | None = None  # (*shape, element size) -> the part of min_bytes written
+    xla: Callable | None = None  # (array module, *inputs) -> outputs: the case in jax.numpy
+    # Cases of peers only (attention, quant) set the fields below; their shapes are named tuples.
+    kiln_case: bool = True  # one of `kiln bench`'s: runs when no case is named, as "kiln", in --check
+    parse_size: Callable | None = None  # --sizes token -> [shapes] (SystemExit when not of its form)
+    make_inputs: Callable | None = None  # (shape, dtype, gen) -> tensors, when not random floats per inputs()
+    gpu_reference: Callable | None = None  # (shape, inputs, dtype) -> outputs in float64, instead of reference
+    builders: dict | None = None  # impl -> (shape, inputs, dtype) -> (run, outputs, config, timer)
+    row_case: Callable | None = None  # shape -> the case its rows name (attention_causal)
+    row_shape: Callable | None = None  # shape -> the row's shape, a list of ints
+    shape_text: Callable | None = None  # shape -> the shape as --sizes writes it
+    baseline: str | None = None  # the impl each row's vs_baseline (its ms / the row's) compares to
 
     def takes(self, shape):
         return len(shape) in ((3, 4) if self.gemm else (2,))
+
+    def text(self, shape):
+        return self.shape_text(shape) if self.shape_text else "x".join(str(d) for d in shape)
 
 
 CASES = {c.name: c for c in [
     Case("gelu_chain", ("f16", "f32"), ((8192, 8192),),
          lambda R, C: [("x", (R, C)), ("r", (R, C)), ("s", (C,)), ("b", (C,))], ("y",),
-         lambda R, C, es: (3 * R * C + 2 * C) * es, ref_gelu_chain, eager_gelu_chain, triton_gelu_chain),
+         lambda R, C, es: (3 * R * C + 2 * C) * es, ref_gelu_chain, eager_gelu_chain, triton_gelu_chain,
+         written_bytes=lambda R, C, es: R * C * es, xla=xla_gelu_chain),
     Case("softmax", ("f16",), tuple(_rows_for(SOFTMAX_COLS)),
          lambda R, C: [("x", (R, C))], ("y",),
-         lambda R, C, es: 2 * R * C * es, ref_softmax, eager_softmax, triton_softmax),
+         lambda R, C, es: 2 * R * C * es, ref_softmax, eager_softmax, triton_softmax,
+         written_bytes=lambda R, C, es: R * C * es, xla=xla_softmax),
     Case("add_rmsnorm", ("f16",), tuple(_rows_for(NORM_COLS)),
          lambda R, C: [("x", (R, C)), ("r", (R, C)), ("w", (C,))], ("y", "h"),
-         lambda R, C, es: (4 * R * C + C) * es, ref_add_rmsnorm, eager_add_rmsnorm, triton_add_rmsnorm),
+         lambda R, C, es: (4 * R * C + C) * es, ref_add_rmsnorm, eager_add_rmsnorm, triton_add_rmsnorm,
+         written_bytes=lambda R, C, es: 2 * R * C * es, xla=xla_add_rmsnorm),
     Case("layer_norm", ("f16",), tuple(_rows_for(NORM_COLS)),
          lambda R, C: [("x", (R, C)), ("w", (C,)), ("b", (C,))], ("y",),
-         lambda R, C, es: (2 * R * C + 2 * C) * es, ref_layer_norm, eager_layer_norm, triton_layer_norm),
+         lambda R, C, es: (2 * R * C + 2 * C) * es, ref_layer_norm, eager_layer_norm, triton_layer_norm,
+         written_bytes=lambda R, C, es: R * C * es, xla=xla_layer_norm),
     Case("row_sum", ("f32",), ((16384, 16384),),
          lambda R, C: [("x", (R, C))], ("y",),
-         lambda R, C, es: (R * C + R) * es, ref_row_sum, eager_row_sum, triton_row_sum),
+         lambda R, C, es: (R * C + R) * es, ref_row_sum, eager_row_sum, triton_row_sum,
+         written_bytes=lambda R, C, es: R * es, xla=xla_row_sum),
     Case("col_sum", ("f32",), ((16384, 16384),),
          lambda R, C: [("x", (R, C))], ("y",),
-         lambda R, C, es: (R * C + C) * es, ref_col_sum, eager_col_sum, triton_col_sum),
+         lambda R, C, es: (R * C + C) * es, ref_col_sum, eager_col_sum, triton_col_sum,
+         written_bytes=lambda R, C, es: C * es, xla=xla_col_sum),
     # x is [8, R, C] (REDUCE_BATCH), as in runtime/bench_cases.cpp; no Triton kernel of their own.
     Case("middle_axis_sum", ("f32",), ((4096, 1024),),
          lambda R, C: [("x", (REDUCE_BATCH, R, C))], ("y",),
          lambda R, C, es: REDUCE_BATCH * (R * C + C) * es, ref_middle_axis_sum, eager_middle_axis_sum, None,
-         impls=("eager", "compile")),
+         impls=("eager", "compile", "compile-graph", "xla"),
+         written_bytes=lambda R, C, es: REDUCE_BATCH * C * es, xla=xla_middle_axis_sum),
     Case("multi_axis_sum", ("f32",), ((4096, 1024),),
          lambda R, C: [("x", (REDUCE_BATCH, R, C))], ("y",),
          lambda R, C, es: (REDUCE_BATCH * R * C + R) * es, ref_multi_axis_sum, eager_multi_axis_sum, None,
-         impls=("eager", "compile")),
+         impls=("eager", "compile", "compile-graph", "xla"),
+         written_bytes=lambda R, C, es: R * es, xla=xla_multi_axis_sum),
     Case("gemm", ("f16", "bf16"), GEMM_SHAPES, _gemm_inputs, ("c",), _gemm_bytes, ref_gemm, eager_gemm,
-         triton_gemm, _gemm_flops, gemm=True, impls=GEMM_IMPLS),
+         triton_gemm, _gemm_flops, gemm=True, impls=GEMM_IMPLS, written_bytes=_gemm_written),
     Case("gemm_batched", ("f16",), GEMM_BATCHED_SHAPES, _gemm_inputs, ("c",), _gemm_bytes, ref_gemm, eager_gemm,
-         triton_gemm, _gemm_flops, gemm=True, impls=GEMM_IMPLS),
+         triton_gemm, _gemm_flops, gemm=True, impls=GEMM_IMPLS, written_bytes=_gemm_written),
     Case("gemm_bias_gelu", ("f16",), GEMM_BIAS_GELU_SHAPES, lambda *s: _gemm_inputs(*s, bias=True), ("y",),
          lambda *s: _gemm_bytes(*s, bias=True), ref_gemm_bias_gelu, eager_gemm_bias_gelu, triton_gemm_bias_gelu,
-         _gemm_flops, gemm=True, impls=GEMM_IMPLS),
+         _gemm_flops, gemm=True, impls=GEMM_IMPLS, written_bytes=_gemm_written),
+    Case(**peers_attention.CASE),  # the cases of peers only, from the modules next to this file
+    Case(**peers_quant.CASE),
 ]}
+KILN_CASES = [name for name, c in CASES.items() if c.kiln_case]
 
 
 def parse_sizes(text):
@@ -632,9 +735,19 @@ def shapes_for(case, sizes, named):
     return [s for s in sizes if case.takes(s)]
 
 
+def case_shapes(case, text, named):
+    """The shapes `case` runs for the --sizes text (None: its defaults). A case with a size form
+    of its own (attention, quant) parses each token itself; the others go through shapes_for."""
+    if not text:
+        return list(case.default_shapes)
+    if case.parse_size is None:
+        return shapes_for(case, parse_sizes(text), named)
+    return [shape for token in text.split(",") if token.strip() for shape in case.parse_size(token.strip())]
+
+
 def case_for_function(function_name):
     """The case a graph benchmarks, from its function name: softmax_f16_128 -> softmax."""
-    matches = [n for n in CASES if function_name == n or function_name.startswith(n + "_")]
+    matches = [n for n in KILN_CASES if function_name == n or function_name.startswith(n + "_")]
     return max(matches, key=len) if matches else None
 
 
@@ -671,32 +784,87 @@ def error_bound(dtype, k=0):
     return bound * max(1.0, math.sqrt(k / 4096.0)) if dtype == "f32" else bound
 
 
+def past_ridge(nbytes, flops, copy_gbs, gemm_tflops):
+    """Whether a row sits under the compute roof rather than the bandwidth slope: its
+    intensity (flop/B) times the copy bandwidth above the GEMM rate."""
+    intensity = flops / nbytes if nbytes > 0 else 0.0
+    return gemm_tflops > 0 and copy_gbs * intensity / 1e3 > gemm_tflops
+
+
 def roofline_percent(gb_s, tflop_s, nbytes, flops, copy_gbs, gemm_tflops):
     """% of the roofline as `kiln bench` places a row: of the GEMM rate past the ridge
     (copy bandwidth x flop/B above the rate), else of the copy bandwidth."""
-    intensity = flops / nbytes if nbytes > 0 else 0.0
-    if gemm_tflops > 0 and copy_gbs * intensity / 1e3 > gemm_tflops:
+    if past_ridge(nbytes, flops, copy_gbs, gemm_tflops):
         return 100.0 * tflop_s / gemm_tflops
     return 100.0 * gb_s / copy_gbs if copy_gbs > 0 else 0.0
 
 
-def make_row(case, dtype, shape, impl, median_ms, nbytes, copy_gbs, config, check, flops=0, gemm_tflops=0.0):
+CEILING_MODEL = "(R + W) / (R / read_gbs + W / write_gbs)"
+
+
+def ceiling_gbs(read_bytes, written_bytes, read_gbs, write_gbs):
+    """The stream ceiling, in GB/s of R + W, of a kernel that reads R bytes and writes W: each
+    byte read takes 1 / read_gbs and each written 1 / write_gbs, one after another on the one
+    memory bus, so (R + W) / (R / read_gbs + W / write_gbs), the mean of the two ceilings
+    weighted by bytes (harmonic). A copy (R = W) gets 2 / (1 / read + 1 / write). 0 when a
+    ceiling the mix needs is not known."""
+    if read_bytes < 0 or written_bytes < 0 or read_bytes + written_bytes == 0:
+        return 0.0
+    if (read_bytes and read_gbs <= 0) or (written_bytes and write_gbs <= 0):
+        return 0.0
+    read_time = read_bytes / read_gbs if read_bytes else 0.0
+    write_time = written_bytes / write_gbs if written_bytes else 0.0
+    return (read_bytes + written_bytes) / (read_time + write_time)
+
+
+def make_row(case, dtype, shape, impl, median_ms, nbytes, copy_gbs, config, check, flops=0, gemm_tflops=0.0,
+             written_bytes=None, roof=None):
+    """A result row. With the bytes written and the measured ceilings (roof: read_gbs, write_gbs), a
+    row under the bandwidth slope also gets ceiling_gbs and pct_ceiling."""
     seconds = median_ms * 1e-3
     gb_s = nbytes / seconds / 1e9 if median_ms > 0 else 0.0
     tflop_s = flops / seconds / 1e12 if median_ms > 0 else 0.0
-    return {"case": case, "dtype": dtype, "shape": list(shape), "impl": impl, "median_ms": float(median_ms),
-            "bytes": int(nbytes), "flops": int(flops), "gb_s": gb_s, "tflop_s": tflop_s,
-            "pct_roofline": roofline_percent(gb_s, tflop_s, nbytes, flops, copy_gbs, gemm_tflops),
-            "config": config, "check": check}
+    row = {"case": case, "dtype": dtype, "shape": list(shape), "impl": impl, "median_ms": float(median_ms),
+           "bytes": int(nbytes), "flops": int(flops), "gb_s": gb_s, "tflop_s": tflop_s,
+           "pct_roofline": roofline_percent(gb_s, tflop_s, nbytes, flops, copy_gbs, gemm_tflops),
+           "config": config, "check": check}
+    if written_bytes is not None and roof and not past_ridge(nbytes, flops, copy_gbs, gemm_tflops):
+        ceiling = ceiling_gbs(nbytes - written_bytes, written_bytes, roof.get("read_gbs", 0.0),
+                              roof.get("write_gbs", 0.0))
+        if ceiling > 0:
+            row["written_bytes"] = int(written_bytes)
+            row["ceiling_gbs"] = ceiling
+            row["pct_ceiling"] = 100.0 * gb_s / ceiling
+    return row
 
 
-def make_result(gpu, copy_gbs, rows, errors=(), date=None, gemm_tflops=0.0, gemm_source=""):
+def make_roof(copy_gbs, read_gbs=0.0, write_gbs=0.0, read_source="", write_source=""):
+    """The result's `roof`: the stream ceilings measured in the run and the model that combines them."""
+    return {"copy_gbs": float(copy_gbs), "read_gbs": float(read_gbs), "write_gbs": float(write_gbs),
+            "read_source": read_source, "write_source": write_source,
+            "model": f"ceiling_gbs = {CEILING_MODEL}, R and W the row's bytes read and written",
+            "model_copy_gbs": ceiling_gbs(1, 1, read_gbs, write_gbs)}
+
+
+def make_result(gpu, copy_gbs, rows, errors=(), date=None, gemm_tflops=0.0, gemm_source="", roof=None):
     result = {"tool": "peers.py", "gpu": gpu, "date": date or datetime.date.today().isoformat(),
               "copy_gbs": float(copy_gbs), "rows": list(rows), "errors": list(errors)}
     if gemm_tflops > 0 or gemm_source:
         result["gemm_tflops"] = float(gemm_tflops)
         result["gemm_source"] = gemm_source
+    if roof:
+        result["roof"] = dict(roof)
     return result
+
+
+def row_shape_dims(case):
+    """The lengths a row's shape may have: [B, H, Hkv, Sq, Skv, D] for attention, [M, N, K] for
+    quant, else [R, C], [M, N, K] or [B, M, N, K]."""
+    if case in peers_attention.ROW_CASES:
+        return (6,)
+    if case.startswith(peers_quant.ROW_PREFIX):
+        return (3,)
+    return (2, 3, 4)
 
 
 def validate_result(result):
@@ -705,120 +873,26 @@ def validate_result(result):
         if not isinstance(result.get(key), kind):
             raise ValueError(f"result: '{key}' missing or not a {kind}")
     datetime.date.fromisoformat(result["date"])
+    if "roof" in result:
+        for key in ("copy_gbs", "read_gbs", "write_gbs"):
+            if not isinstance(result["roof"].get(key), (int, float)):
+                raise ValueError(f"result: roof.{key} missing or not a number")
     for i, row in enumerate(result["rows"]):
         missing = [k for k in ROW_KEYS if k not in row]
         if missing:
             raise ValueError(f"result row {i}: missing {', '.join(missing)}")
         if row["check"] not in ("passed", "failed", "skipped"):
             raise ValueError(f"result row {i}: check is '{row['check']}'")
-        if not 2 <= len(row["shape"]) <= 4 or not all(isinstance(d, int) for d in row["shape"]):
-            raise ValueError(f"result row {i}: shape {row['shape']} is not [R, C], [M, N, K] or [B, M, N, K]")
+        if len(row["shape"]) not in row_shape_dims(row["case"]) or not all(isinstance(d, int) for d in row["shape"]):
+            raise ValueError(f"result row {i}: shape {row['shape']} of case {row['case']} is not one of "
+                             f"{row_shape_dims(row['case'])} integers")
+        for key in ("ceiling_gbs", "pct_ceiling", "vs_baseline"):
+            if key in row and not isinstance(row[key], (int, float)):
+                raise ValueError(f"result row {i}: {key} is not a number")
 
 
 # ---------------------------------------------------------------------------
-# The GPU run.
-
-TORCH_DTYPE = {}
-if torch is not None:
-    TORCH_DTYPE = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
-
-
-def random_input(shape, dtype, gen):
-    """Uniform in [-2, -0.1] U [0.1, 2]: never zero, of both signs."""
-    magnitude = torch.rand(shape, generator=gen, device="cuda", dtype=torch.float32) * 1.9 + 0.1
-    sign = torch.randint(0, 2, shape, generator=gen, device="cuda", dtype=torch.int8) * 2 - 1
-    return (magnitude * sign).to(TORCH_DTYPE[dtype])
-
-
-# Launches shorter than this are timed again in a CUDA graph, as `kiln bench` times its own
-# (runtime/timer.h, kGraphTimingBelowMs): between events the host's launch dominates them.
-GRAPH_TIMING_BELOW_MS = 0.05
-
-
-def time_in_graph_ms(fn, per_graph=20, reps=20):
-    """Median time of one call of fn, captured per_graph times in a CUDA graph and replayed."""
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(per_graph):
-            fn()
-    graph.replay()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) / per_graph)
-    return float(np.median(times))
-
-
-def time_ms(fn):
-    """Median time of fn in ms: triton's do_bench (warm-up, L2 flushed between runs) or CUDA
-    events; below GRAPH_TIMING_BELOW_MS, in a CUDA graph when fn can be captured."""
-    ms = time_ms_events(fn)
-    if ms < GRAPH_TIMING_BELOW_MS:
-        try:
-            return time_in_graph_ms(fn)
-        except Exception:  # not capturable (a host sync inside): keep the event time
-            torch.cuda.synchronize()
-    return ms
-
-
-def time_ms_events(fn):
-    if triton is not None:
-        return float(triton.testing.do_bench(fn, warmup=25, rep=200, return_mode="median"))
-    flush = torch.empty(256 * 2**20, dtype=torch.uint8, device="cuda")
-    for _ in range(5):
-        fn()
-    times = []
-    for _ in range(50):
-        flush.zero_()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end))
-    return float(np.median(times))
-
-
-def measure_copy_gbs():
-    """Device-to-device copy of a 1 GiB tensor: bytes read + written per second."""
-    src = torch.ones(2**30, dtype=torch.uint8, device="cuda")
-    dst = torch.empty_like(src)
-    ms = time_ms(lambda: dst.copy_(src))
-    return 2 * 2**30 / (ms * 1e-3) / 1e9
-
-
-def measure_gemm_tflops(n=8192):
-    """The compute roof as `kiln bench` measures it: a bf16 GEMM of n^3 (cuBLAS through torch)."""
-    a = torch.rand((n, n), device="cuda", dtype=torch.bfloat16) * 2 - 1
-    b = torch.rand((n, n), device="cuda", dtype=torch.bfloat16) * 2 - 1
-    ms = time_ms(lambda: a @ b)
-    return 2.0 * n**3 / (ms * 1e-3) / 1e12, f"torch bf16 GEMM {n}^3 (cuBLAS), bf16 output"
-
-
-def check_outputs(outs, refs, dtype):
-    """Worst relative L2 error of outs against the float64 refs (torch tensors)."""
-    worst = 0.0
-    for out, ref in zip(outs, refs):
-        out64 = out.double().reshape(-1)
-        ref64 = ref.reshape(-1)
-        if out64.shape != ref64.shape or not bool(torch.isfinite(out64).all()):
-            return math.inf
-        denom = torch.linalg.vector_norm(ref64).item()
-        err = torch.linalg.vector_norm(out64 - ref64).item()
-        worst = max(worst, err / denom if denom > 0 else err)
-    return worst
-
+# The GPU run (the timers, ceilings and the output check are in bench/peers_gpu.py).
 
 def make_compiled(eager_fn, mode="default"):
     compiled = torch.compile(eager_fn, dynamic=False, mode=mode)
@@ -845,71 +919,137 @@ def build_kiln(case, dtype, shape, inputs):
     return (lambda: program(*ordered_inputs, out=outs)), {"outs": case_outs}, config
 
 
+TIMERS = {"events": time_ms, "graph": time_in_graph_ms}  # what a case module's builder may name
+
+
+def build_xla(case, inputs):
+    """jax.jit of the case's XLA version on the same tensors (DLPack), timed by the wall clock."""
+    if case.xla is None:
+        raise RuntimeError(f"no XLA version of {case.name}")
+    launch, wait, outputs, version = peers_xla.build(case.xla, inputs)
+    holder, calls = {}, {}
+    run = lambda: holder.__setitem__("outs", outputs())
+
+    def timer(_run):
+        ms, calls["n"] = time_wall_ms(launch, wait)
+        return ms
+
+    def config():  # known once timed
+        return (f"jax {version} jax.jit, inputs through DLPack; wall clock over {calls.get('n')} back-to-back "
+                f"calls + block_until_ready, median of {WALL_REPS} (JAX runs on its own stream)")
+
+    return run, holder, config, timer
+
+
 def build_impl(impl, case, inputs, dtype=None, shape=None):
-    """(run, outputs-or-None, config): run() launches the work; outputs are read after one run."""
+    """(run, outputs-or-None, config, timer): run() launches the work; outputs are read after one run;
+    timer(run) -> median ms."""
+    if case.builders and impl in case.builders:
+        run, outs, config, timer = case.builders[impl](shape, inputs, dtype)
+        return run, {"outs": outs} if not isinstance(outs, dict) else outs, config, TIMERS.get(timer, timer)
     if impl == "kiln":
-        return build_kiln(case, dtype, shape, inputs)
+        return (*build_kiln(case, dtype, shape, inputs), time_ms)
     if impl == "eager":
         holder = {}
         run = lambda: holder.__setitem__("outs", case.eager(*inputs))
-        return run, holder, ""
-    if impl in ("compile", "autotune"):
+        return run, holder, "", time_ms
+    if impl in ("compile", "compile-graph", "autotune"):
         mode = "max-autotune" if impl == "autotune" else "default"
         fn = make_compiled(case.eager, mode)
         holder = {}
         run = lambda: holder.__setitem__("outs", fn(*inputs))
         run()  # the first call compiles (and, for max-autotune, tunes): excluded from the timing
-        return run, holder, f"torch.compile mode={mode}"
+        if impl == "compile-graph":  # every size in a graph, as `kiln bench` times its launches under 50 us
+            return run, holder, f"torch.compile mode={mode}, timed in a CUDA graph of {GRAPH_CALLS} calls", \
+                time_in_graph_ms
+        return run, holder, f"torch.compile mode={mode}", time_ms
     if impl == "triton":
         if triton is None:
             raise RuntimeError("triton is not installed")
         launch, outs, config = case.triton(*inputs)
-        return launch, {"outs": outs}, config
+        return launch, {"outs": outs}, config, time_ms
+    if impl == "xla":
+        return build_xla(case, inputs)
     raise ValueError(f"unknown implementation '{impl}'")
 
 
 def print_header():
-    print(f"{'case':<15}{'dtype':<6}{'shape':<20}{'impl':<28}{'ms':>9}{'GB/s':>8}{'TFLOP/s':>9}{'%roof':>7}  "
-          f"{'check':<8}{'rel L2':>9}  config", flush=True)
+    print(f"{'case':<17}{'dtype':<6}{'shape':<20}{'impl':<28}{'ms':>9}{'GB/s':>8}{'TFLOP/s':>9}{'%roof':>7}"
+          f"{'%ceil':>7}  {'check':<8}{'rel L2':>9}  config", flush=True)
 
 
-def print_row(row, err):
-    shape = "x".join(str(d) for d in row["shape"])
-    print(f"{row['case']:<15}{row['dtype']:<6}{shape:<20}{row['impl']:<28}{row['median_ms']:>9.4f}"
-          f"{row['gb_s']:>8.0f}{row['tflop_s']:>9.1f}{row['pct_roofline']:>7.1f}  {row['check']:<8}{err:>9.2e}  "
-          f"{row['config']}", flush=True)
+def print_row(row, err, shape_text=None):
+    shape = shape_text or "x".join(str(d) for d in row["shape"])
+    ms = row["median_ms"]
+    ceiling = f"{row['pct_ceiling']:>7.1f}" if "pct_ceiling" in row else f"{'-':>7}"
+    config = row["config"]
+    if "vs_baseline" in row:
+        config = f"speed {row['vs_baseline']:.2f}x {row['baseline']}'s; {config}"
+    print(f"{row['case']:<17}{row['dtype']:<6}{shape:<20}{row['impl']:<28}{ms:>9.{4 if ms >= 0.1 else 5}f}"
+          f"{row['gb_s']:>8.0f}{row['tflop_s']:>9.1f}{row['pct_roofline']:>7.1f}{ceiling}  {row['check']:<8}"
+          f"{err:>9.2e}  {config}", flush=True)
+
+
+def case_impls(case, impls):
+    """The implementations one case runs: its own (all of them when impls is None), "kiln" for
+    `kiln bench`'s cases; the baseline first, so that every other row can be compared to it."""
+    if impls is None:  # by default, leave out what does not import here
+        impls = [i for i in (*case.impls, "kiln") if not (i == "kiln" and kiln is None)
+                 and not (i == "xla" and not peers_xla.available())]
+    chosen = [i for i in impls if i in case.impls or (i == "kiln" and case.kiln_case)]
+    if case.baseline in chosen:
+        chosen.remove(case.baseline)
+        chosen.insert(0, case.baseline)
+    return chosen
 
 
 def bench_one(case, dtype, shape, impls, roof, gen, rows, errors):
-    """Every implementation of one case, dtype and shape; roof = (copy GB/s, GEMM TFLOP/s)."""
-    copy_gbs, gemm_tflops = roof
-    inputs = [random_input(s, dtype, gen) for _, s in case.inputs(*shape)]
-    refs = case.reference(TorchOps, *[t.double() for t in inputs], dtype)
-    nbytes = case.min_bytes(*shape, ELEMENT_SIZE[dtype])
+    """Every implementation of one case, dtype and shape; roof: copy_gbs, read_gbs, write_gbs, gemm_tflops."""
+    copy_gbs, gemm_tflops = roof["copy_gbs"], roof.get("gemm_tflops", 0.0)
+    es = ELEMENT_SIZE[dtype]
+    if case.make_inputs:
+        inputs = case.make_inputs(shape, dtype, gen)
+    else:
+        inputs = [random_input(s, dtype, gen) for _, s in case.inputs(*shape)]
+    if case.gpu_reference:
+        refs = case.gpu_reference(shape, inputs, dtype)
+    else:
+        refs = case.reference(TorchOps, *[t.double() for t in inputs], dtype)
+    nbytes = case.min_bytes(*shape, es)
+    written = case.written_bytes(*shape, es) if case.written_bytes else None
     bound = error_bound(dtype, shape[-1] if case.gemm else 0)
-    shape_text = "x".join(str(d) for d in shape)
-    for impl in (i for i in impls if i in case.impls or i == "kiln"):
+    row_case = case.row_case(shape) if case.row_case else case.name
+    row_shape = case.row_shape(shape) if case.row_shape else shape
+    shape_text = case.text(shape)
+    baseline_ms = None
+    for impl in case_impls(case, impls):
         name = IMPL_NAMES[impl]
         try:
-            run, holder, config = build_impl(impl, case, inputs, dtype, shape)
+            run, holder, config, timer = build_impl(impl, case, inputs, dtype, shape)
             run()
             torch.cuda.synchronize()
             err = check_outputs(holder["outs"], refs, dtype)
             check = "passed" if err <= bound else "failed"
-            ms = time_ms(run)
+            ms = timer(run)
             config = config() if callable(config) else config
         except Exception as e:  # one failing peer must not stop the others
             first_line = (str(e).strip().splitlines() or [""])[0]
             message = f"{type(e).__name__}: {first_line}"
-            print(f"{case.name:<15}{dtype:<6}{shape_text:<20}{name:<28} skipped: {message}", flush=True)
+            print(f"{row_case:<17}{dtype:<6}{shape_text:<20}{name:<28} skipped: {message}", flush=True)
             if os.environ.get("PEERS_TRACEBACK"):
                 traceback.print_exc()
-            errors.append({"case": case.name, "dtype": dtype, "shape": list(shape), "impl": name, "message": message})
+            errors.append({"case": row_case, "dtype": dtype, "shape": list(row_shape), "impl": name,
+                           "message": message})
             continue
-        row = make_row(case.name, dtype, shape, name, ms, nbytes, copy_gbs, config, check, case.flops(*shape),
-                       gemm_tflops)
+        row = make_row(row_case, dtype, row_shape, name, ms, nbytes, copy_gbs, config, check, case.flops(*shape),
+                       gemm_tflops, written, roof)
+        if impl == case.baseline:
+            baseline_ms = ms
+        if baseline_ms is not None and ms > 0:
+            row["baseline"] = IMPL_NAMES[case.baseline]
+            row["vs_baseline"] = baseline_ms / ms  # > 1: faster than the baseline
         rows.append(row)
-        print_row(row, err)
+        print_row(row, err, shape_text)
     del inputs, refs
     torch.cuda.empty_cache()
 
@@ -924,17 +1064,16 @@ def write_json(path, result):
 def run_benchmarks(args):
     if torch is None or not torch.cuda.is_available():
         raise SystemExit("peers.py: needs PyTorch with a CUDA GPU (use --check DIR to check saved outputs)")
-    case_names = [c for c in args.cases.split(",") if c] if args.cases else list(CASES)
+    case_names = [c for c in args.cases.split(",") if c] if args.cases else list(KILN_CASES)
     unknown = [c for c in case_names if c not in CASES]
     if unknown:
         raise SystemExit(f"peers.py: unknown case(s) {', '.join(unknown)}; known: {', '.join(CASES)}")
-    impls = [i for i in args.impls.split(",") if i]
-    bad = [i for i in impls if i not in IMPL_NAMES]
+    impls = [i for i in args.impls.split(",") if i] if args.impls else None
+    bad = [i for i in impls or () if i not in IMPL_NAMES]
     if bad:
         raise SystemExit(f"peers.py: unknown implementation(s) {', '.join(bad)}; known: {', '.join(IMPL_NAMES)}")
     dtypes = set(args.dtypes.split(",")) if args.dtypes else None
-    sizes = parse_sizes(args.sizes) if args.sizes else None
-    shapes = {name: shapes_for(CASES[name], sizes, bool(args.cases)) for name in case_names}
+    shapes = {name: case_shapes(CASES[name], args.sizes, bool(args.cases)) for name in case_names}
 
     # The cases differ in shape only: let torch.compile keep one graph per shape.
     for key in ("cache_size_limit", "recompile_limit"):
@@ -943,12 +1082,19 @@ def run_benchmarks(args):
 
     gpu = torch.cuda.get_device_name()
     copy_gbs = measure_copy_gbs()
+    read_gbs, read_source = measure_read_gbs()
+    write_gbs, write_source = measure_write_gbs()
+    roof = make_roof(copy_gbs, read_gbs, write_gbs, read_source, write_source)
     print(f"{gpu}: copy bandwidth {copy_gbs:.0f} GB/s (1 GiB device-to-device, read + write); torch "
-          f"{torch.__version__}, triton {triton.__version__ if triton else 'absent'}", flush=True)
+          f"{torch.__version__}, triton {triton.__version__ if triton else 'absent'}, "
+          f"jax {peers_xla.version() or 'absent'}", flush=True)
+    print(f"read-only {read_gbs:.0f} GB/s ({read_source}); write-only {write_gbs:.0f} GB/s ({write_source}); "
+          f"ceiling_gbs = {CEILING_MODEL}, which puts a copy at {roof['model_copy_gbs']:.0f} GB/s", flush=True)
     gemm_tflops, gemm_source = 0.0, ""
-    if any(CASES[name].gemm and shapes[name] for name in case_names):  # the compute roof, for the GEMM rows
+    if any(CASES[name].flops(*s) > 0 for name in case_names for s in shapes[name]):  # the compute roof
         gemm_tflops, gemm_source = measure_gemm_tflops()
         print(f"GEMM rate: {gemm_tflops:.0f} TFLOP/s ({gemm_source})", flush=True)
+    roof["gemm_tflops"] = gemm_tflops
     print_header()
     gen = torch.Generator(device="cuda")
     gen.manual_seed(args.seed)
@@ -959,10 +1105,10 @@ def run_benchmarks(args):
             if dtypes and dtype not in dtypes:
                 continue
             for shape in shapes[name]:
-                bench_one(case, dtype, shape, impls, (copy_gbs, gemm_tflops), gen, rows, errors)
+                bench_one(case, dtype, shape, impls, roof, gen, rows, errors)
                 if args.json:  # after every shape, so that an interrupted run keeps what it measured
                     write_json(args.json, make_result(gpu, copy_gbs, rows, errors, gemm_tflops=gemm_tflops,
-                                                      gemm_source=gemm_source))
+                                                      gemm_source=gemm_source, roof=roof))
     if args.json:
         print(f"wrote {len(rows)} rows to {args.json}")
     return 1 if any(r["check"] == "failed" for r in rows) else 0
@@ -991,9 +1137,9 @@ def load_saved_run(directory, case_name=None):
         case_name = case_for_function(manifest["function"])
         if case_name is None:
             raise SystemExit(f"peers.py --check: function @{manifest['function']} matches no case "
-                             f"({', '.join(CASES)}); name it with --case")
-    if case_name not in CASES:
-        raise SystemExit(f"peers.py --check: unknown case '{case_name}'; known: {', '.join(CASES)}")
+                             f"({', '.join(KILN_CASES)}); name it with --case")
+    if case_name not in KILN_CASES:
+        raise SystemExit(f"peers.py --check: unknown case '{case_name}'; known: {', '.join(KILN_CASES)}")
     case = CASES[case_name]
 
     def load(file):
@@ -1061,13 +1207,18 @@ def run_check(directory, case_name=None):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cases", help=f"comma-separated cases (default all: {','.join(CASES)})")
+    parser.add_argument("--cases", help=f"comma-separated cases (default kiln bench's: {','.join(KILN_CASES)}; "
+                                        f"also {','.join(c for c in CASES if c not in KILN_CASES)})")
     parser.add_argument("--sizes", help="comma-separated C (R = 2^27 / C), RxC, or for the GEMM cases MxNxK or "
-                                        "BxMxNxK; default: each case's own")
+                                        "BxMxNxK; attention BxHxSxD or BxHxSqxSkvxD (+ c causal, gN K/V heads); "
+                                        "quant MxNxK (+ a format, e.g. w4g128, w4g128z, w8); default: each case's own")
     parser.add_argument("--dtypes", help="only these dtypes, e.g. f16")
-    parser.add_argument("--impls", default="eager,compile,autotune,triton" + (",kiln" if kiln else ""),
-                        help="eager, compile, autotune (torch.compile mode=max-autotune: GEMM cases only), triton, "
-                             "kiln (Kiln's Python module; in the default list when it imports)")
+    parser.add_argument("--impls", help="comma-separated; default: every one each case has. eager, compile "
+                        "(torch.compile), compile-graph (torch.compile timed in a CUDA graph at every size), "
+                        "autotune (torch.compile mode=max-autotune: GEMM cases), triton, xla (jax.jit: the "
+                        "memory-bound cases), kiln (Kiln's Python module, when it imports: kiln bench's cases); "
+                        "attention: sdpa-cudnn, sdpa-flash, sdpa-efficient, triton; quant: cublas, int4pack, "
+                        "compile")
     parser.add_argument("--json", help="write the result JSON here")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--check", metavar="DIR", help="check what `kiln run --save DIR` wrote")

@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
-"""Tests of bench/peers.py and bench/plot.py that need no GPU: the cases' reference math on
-tiny hand-computed inputs, the result JSON, `peers.py --check` on folders written the way
-`kiln run --save` writes them, and plot.py on a synthetic result.
+"""Tests of bench/peers.py, its case modules and bench/plot.py that need no GPU: the cases'
+reference math on tiny hand-computed inputs (attention, the quantised weights' bytes), the
+XLA versions in NumPy, byte and FLOP counts, the ceiling model, size parsing, the result
+JSON, `peers.py --check` on folders written the way `kiln run --save` writes them, and
+plot.py on a synthetic result. Where torch (CPU), triton or jax are installed, the torch
+halves of the references and helpers, the Triton attention kernel (in Triton's interpreter)
+and the XLA path (jax on the CPU) run too.
 
     python3 bench/test_peers.py        (or: python3 -m pytest bench/test_peers.py)
 
@@ -28,8 +32,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 if np is not None:
     import peers
+    import peers_attention
+    import peers_gpu
+    import peers_quant
 
 HAVE_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
+HAVE_TORCH = importlib.util.find_spec("torch") is not None
+HAVE_TRITON = importlib.util.find_spec("triton") is not None
+HAVE_JAX = importlib.util.find_spec("jax") is not None
 
 
 def write_npy_like_kiln(path, array):
@@ -181,7 +191,7 @@ class CaseTable(unittest.TestCase):
                                  capture_output=True, text=True).stdout
         kiln_jobs = [tuple(line.split()[1:]) for line in printed.splitlines() if line.startswith("== ")]
         peer_jobs = [(c.name, dtype, "x".join(map(str, shape)))
-                     for c in peers.CASES.values() for dtype in c.dtypes for shape in c.default_shapes]
+                     for c in peers.CASES.values() if c.kiln_case for dtype in c.dtypes for shape in c.default_shapes]
         self.assertEqual(kiln_jobs, peer_jobs)
 
     def test_case_from_function_name(self):
@@ -394,6 +404,525 @@ class KilnImplementationTest(unittest.TestCase):
 
     def test_kiln_is_a_named_implementation(self):
         self.assertEqual(peers.IMPL_NAMES["kiln"], "kiln (python)")
+
+
+@unittest.skipIf(np is None, "numpy is not installed")
+class Ceilings(unittest.TestCase):
+    """The stream-ceiling model: (R + W) / (R / read_gbs + W / write_gbs)."""
+
+    def test_a_pure_mix_gets_its_own_ceiling(self):
+        self.assertEqual(peers.ceiling_gbs(10**9, 0, 4500.0, 4000.0), 4500.0)
+        self.assertEqual(peers.ceiling_gbs(0, 10**9, 4500.0, 4000.0), 4000.0)
+
+    def test_a_copy_is_the_harmonic_mean(self):
+        # 2 / (1/4500 + 1/4000) = 2 * 4500 * 4000 / 8500
+        self.assertAlmostEqual(peers.ceiling_gbs(2**30, 2**30, 4500.0, 4000.0), 4235.294117647, places=6)
+        self.assertAlmostEqual(peers.make_roof(4200.0, 4500.0, 4000.0)["model_copy_gbs"], 4235.294117647, places=6)
+
+    def test_three_reads_to_one_write(self):
+        # softmax-like mixes weigh the read ceiling by bytes: 4 / (3/4500 + 1/4000) = 4363.64
+        self.assertAlmostEqual(peers.ceiling_gbs(3, 1, 4500.0, 4000.0), 4363.636363636, places=6)
+
+    def test_the_ceiling_lies_between_the_two(self):
+        for r, w in ((1, 99), (50, 50), (99, 1), (7, 3)):
+            c = peers.ceiling_gbs(r, w, 4600.0, 3900.0)
+            self.assertTrue(3900.0 < c < 4600.0, (r, w, c))
+
+    def test_unknown_ceilings_give_none(self):
+        self.assertEqual(peers.ceiling_gbs(1, 1, 4500.0, 0.0), 0.0)
+        self.assertEqual(peers.ceiling_gbs(0, 0, 4500.0, 4000.0), 0.0)
+        self.assertEqual(peers.ceiling_gbs(1, 0, 4500.0, 0.0), 4500.0)  # no write: its ceiling is not needed
+
+    def test_memory_bound_rows_get_a_ceiling(self):
+        roof = peers.make_roof(4200.0, 4500.0, 4000.0)
+        row = peers.make_row("softmax", "f16", (32768, 4096), "triton", 0.125, 536870912, 4200.0, "", "passed",
+                             written_bytes=268435456, roof=roof)
+        self.assertAlmostEqual(row["ceiling_gbs"], 4235.294117647, places=6)
+        self.assertAlmostEqual(row["pct_ceiling"], 100 * row["gb_s"] / row["ceiling_gbs"])
+        self.assertEqual(row["written_bytes"], 268435456)
+
+    def test_rows_past_the_ridge_and_rows_without_a_roof_get_none(self):
+        roof = peers.make_roof(4200.0, 4500.0, 4000.0)
+        gemm = peers.CASES["gemm"]
+        shape = (4096, 4096, 4096)
+        row = peers.make_row("gemm", "f16", shape, "triton", 0.2, gemm.min_bytes(*shape, 2), 4200.0, "", "passed",
+                             gemm.flops(*shape), 700.0, gemm.written_bytes(*shape, 2), roof)
+        self.assertNotIn("ceiling_gbs", row)
+        shape = (16, 8192, 8192)  # under the slope: a ceiling
+        row = peers.make_row("gemm", "f16", shape, "triton", 0.04, gemm.min_bytes(*shape, 2), 4200.0, "", "passed",
+                             gemm.flops(*shape), 700.0, gemm.written_bytes(*shape, 2), roof)
+        self.assertIn("ceiling_gbs", row)
+        row = peers.make_row("softmax", "f16", (4, 8), "triton", 1.0, 128, 4200.0, "", "passed", written_bytes=64)
+        self.assertNotIn("ceiling_gbs", row)
+
+    def test_written_bytes_of_each_case(self):
+        written = {name: c.written_bytes for name, c in peers.CASES.items()}
+        self.assertEqual(written["softmax"](2, 8, 2), 32)
+        self.assertEqual(written["add_rmsnorm"](2, 8, 2), 64)  # y and h
+        self.assertEqual(written["layer_norm"](2, 8, 2), 32)
+        self.assertEqual(written["gelu_chain"](2, 8, 4), 64)
+        self.assertEqual(written["row_sum"](2, 8, 4), 8)
+        self.assertEqual(written["col_sum"](2, 8, 4), 32)
+        self.assertEqual(written["middle_axis_sum"](2, 8, 4), 8 * 8 * 4)
+        self.assertEqual(written["multi_axis_sum"](2, 8, 4), 8)
+        self.assertEqual(written["gemm"](5, 7, 3, 2), 70)
+        self.assertEqual(written["gemm_batched"](2, 5, 7, 3, 2), 140)
+        for name, case in peers.CASES.items():  # a part of the bytes moved, for every default shape
+            for shape in case.default_shapes:
+                self.assertLessEqual(case.written_bytes(*shape, 2), case.min_bytes(*shape, 2), (name, shape))
+
+    def test_result_keeps_the_roof(self):
+        roof = peers.make_roof(4200.0, 4500.0, 4000.0, "triton read", "fill_")
+        row = peers.make_row("softmax", "f16", (4, 8), "triton", 1.0, 128, 4200.0, "", "passed", written_bytes=64,
+                             roof=roof)
+        result = peers.make_result("NVIDIA H200", 4200.0, [row], date="2026-12-02", roof=roof)
+        back = json.loads(json.dumps(result))
+        peers.validate_result(back)
+        self.assertEqual(back["roof"]["read_gbs"], 4500.0)
+        self.assertEqual(back["roof"]["write_gbs"], 4000.0)
+        self.assertIn("(R + W) / (R / read_gbs + W / write_gbs)", back["roof"]["model"])
+        del back["roof"]["write_gbs"]
+        with self.assertRaises(ValueError):
+            peers.validate_result(back)
+
+
+@unittest.skipIf(np is None, "numpy is not installed")
+class XlaVersions(unittest.TestCase):
+    """The XLA versions, run with NumPy as the array module, against the float64 references."""
+
+    def inputs(self, case, shape, dtype):
+        rng = np.random.default_rng(5)
+        return [(rng.uniform(0.1, 2.0, s) * rng.choice([-1, 1], s)).astype(dtype) for _, s in case.inputs(*shape)]
+
+    def test_every_memory_bound_case_has_one_and_it_computes_the_case(self):
+        for name in ("softmax", "add_rmsnorm", "layer_norm", "gelu_chain", "row_sum", "col_sum", "middle_axis_sum",
+                     "multi_axis_sum"):
+            case = peers.CASES[name]
+            self.assertIn("xla", case.impls, name)
+            arrays = self.inputs(case, (3, 37), np.float32)
+            outs = case.xla(np, *arrays)
+            refs = case.reference(peers.NumpyOps, *[a.astype(np.float64) for a in arrays], "f32")
+            self.assertEqual(len(outs), len(refs), name)
+            for out, ref in zip(outs, refs):
+                self.assertEqual(out.dtype, np.float32, name)
+                self.assertLess(peers.relative_l2(out, np.reshape(ref, out.shape)), 1e-6, name)
+
+    def test_f16_storage_outside_f32_inside(self):
+        for name in ("softmax", "add_rmsnorm", "layer_norm", "gelu_chain"):
+            case = peers.CASES[name]
+            arrays = self.inputs(case, (4, 256), np.float16)
+            outs = case.xla(np, *arrays)
+            refs = case.reference(peers.NumpyOps, *[a.astype(np.float64) for a in arrays], "f16")
+            for out, ref in zip(outs, refs):
+                self.assertEqual(out.dtype, np.float16, name)
+                self.assertLess(peers.relative_l2(out, ref), 1e-3, name)
+
+    def test_the_gemm_cases_have_none(self):
+        self.assertIsNone(peers.CASES["gemm"].xla)
+        self.assertNotIn("xla", peers.CASES["gemm"].impls)
+
+
+@unittest.skipIf(np is None, "numpy is not installed")
+class WallClockTimer(unittest.TestCase):
+    def test_batches_of_back_to_back_calls(self):
+        now = {"t": 0.0}
+
+        def launch():  # each call takes 2^-10 s on the fake clock: exact in binary
+            now["t"] += 2.0**-10
+            return "result"
+
+        waits = []
+        ms, calls = peers_gpu.time_wall_ms(launch, waits.append, reps=3, batch_s=2.0**-5, clock=lambda: now["t"])
+        self.assertEqual(calls, 32)  # 2^-5 s of calls in a batch
+        self.assertAlmostEqual(ms, 1e3 * 2.0**-10)
+        self.assertEqual(len(waits), 1 + 1 + 3)  # warm-up, the single call, one a batch
+        self.assertEqual(set(waits), {"result"})
+
+    def test_long_calls_still_get_a_batch(self):
+        now = {"t": 0.0}
+
+        def launch():
+            now["t"] += 1.0
+            return None
+
+        ms, calls = peers_gpu.time_wall_ms(launch, lambda _: None, reps=1, clock=lambda: now["t"])
+        self.assertEqual(calls, 10)
+        self.assertAlmostEqual(ms, 1000.0)
+
+
+@unittest.skipIf(np is None, "numpy is not installed")
+class AttentionCase(unittest.TestCase):
+    def test_sizes(self):
+        pa = peers_attention
+        self.assertEqual(pa.parse_size("4x16x4096x128"), [pa.AttentionShape(4, 16, 16, 4096, 4096, 128, False)])
+        self.assertEqual(pa.parse_size("4x16x4096x128c"), [pa.AttentionShape(4, 16, 16, 4096, 4096, 128, True)])
+        self.assertEqual(pa.parse_size("8x32x1x8192x128"), [pa.AttentionShape(8, 32, 32, 1, 8192, 128, False)])
+        self.assertEqual(pa.parse_size("8x32x1x8192x128g8"), [pa.AttentionShape(8, 32, 8, 1, 8192, 128, False)])
+        self.assertEqual(pa.parse_size("2x8x64x64cg2"), pa.parse_size("2x8x64x64g2c"))
+        for bad in ("4x16x4096", "4x16x4096x128x1x2", "4x16x1x8192x128c", "4x16x64x64g5", "4x16x64x64q",
+                    "0x16x64x64", "4x16x64x64g0"):
+            with self.assertRaises(SystemExit, msg=bad):
+                pa.parse_size(bad)
+
+    def test_shape_text_is_the_size_again(self):
+        for token in ("4x16x4096x128", "4x16x4096x128c", "8x32x1x8192x128", "8x32x1x8192x128g8", "2x8x64x64cg2"):
+            (shape,) = peers_attention.parse_size(token)
+            self.assertEqual(peers_attention.parse_size(peers_attention.shape_text(shape)), [shape])
+        (shape,) = peers_attention.parse_size("4x16x4096x128c")
+        self.assertEqual(peers_attention.shape_text(shape), "4x16x4096x128c")
+
+    def test_rows_name_causality_and_keep_every_dimension(self):
+        (causal,) = peers_attention.parse_size("4x16x2048x64c")
+        (gqa,) = peers_attention.parse_size("8x32x1x8192x128g8")
+        self.assertEqual(peers_attention.row_case(causal), "attention_causal")
+        self.assertEqual(peers_attention.row_case(gqa), "attention")
+        self.assertEqual(peers_attention.row_shape(gqa), [8, 32, 8, 1, 8192, 128])
+
+    def test_flops_count_half_when_causal(self):
+        f = peers.CASES["attention"].flops
+        self.assertEqual(f(*peers_attention.parse_size("4x16x4096x128")[0]), 4 * 4 * 16 * 4096 * 4096 * 128)
+        self.assertEqual(f(*peers_attention.parse_size("4x16x4096x128")[0]), 549755813888)  # 550 GFLOP
+        self.assertEqual(f(*peers_attention.parse_size("4x16x4096x128c")[0]), 549755813888 // 2)
+        self.assertEqual(f(*peers_attention.parse_size("8x32x1x8192x128")[0]), 4 * 8 * 32 * 8192 * 128)
+
+    def test_bytes_are_q_k_v_and_the_output(self):
+        case = peers.CASES["attention"]
+        (prefill,) = peers_attention.parse_size("4x16x4096x128")
+        self.assertEqual(case.min_bytes(*prefill, 2), 268435456)  # 4 x 64 MiB
+        self.assertEqual(case.written_bytes(*prefill, 2), 67108864)
+        (decode,) = peers_attention.parse_size("8x32x1x8192x128")
+        kv = 2 * 8 * 32 * 8192 * 128 * 2
+        self.assertEqual(kv, 2**30)
+        self.assertEqual(case.min_bytes(*decode, 2), kv + 2 * 8 * 32 * 128 * 2)  # q and o: 0.01%
+        (gqa,) = peers_attention.parse_size("8x32x1x8192x128g8")
+        self.assertEqual(case.min_bytes(*gqa, 2), kv // 4 + 2 * 8 * 32 * 128 * 2)
+
+    def test_default_shapes(self):
+        texts = [peers_attention.shape_text(s) for s in peers.CASES["attention"].default_shapes]
+        self.assertEqual(texts, ["4x16x4096x128", "4x16x4096x128c", "4x16x2048x64c", "4x16x4097x128",
+                                 "8x32x1x8192x128", "8x32x1x8192x128g8"])
+
+    def test_one_key_gives_its_value(self):
+        q = np.array([[[[0.3, -2.0]]]])
+        k = np.array([[[[1.0, 5.0]]]])
+        v = np.array([[[[3.0, -1.0]]]])
+        np.testing.assert_allclose(peers_attention.reference_numpy(q, k, v, False), v)
+
+    def test_equal_scores_average_the_values(self):
+        q = np.zeros((1, 1, 1, 2))
+        k = np.array([[[[1.0, 2.0], [3.0, 4.0]]]])
+        v = np.array([[[[2.0, 0.0], [0.0, 4.0]]]])
+        np.testing.assert_allclose(peers_attention.reference_numpy(q, k, v, False), [[[[1.0, 2.0]]]])
+
+    def test_causal_rows_see_the_keys_up_to_their_own(self):
+        q = np.zeros((1, 1, 2, 2))
+        v = np.array([[[[2.0, 0.0], [0.0, 4.0]]]])
+        np.testing.assert_allclose(peers_attention.reference_numpy(q, q, v, True), [[[[2.0, 0.0], [1.0, 2.0]]]])
+
+    def test_scores_are_scaled_by_one_over_sqrt_d(self):
+        q = np.array([[[[1.0, 0.0]]]])
+        k = np.array([[[[1.0, 0.0], [0.0, 0.0]]]])
+        v = np.array([[[[1.0, 0.0], [0.0, 0.0]]]])
+        e = math.exp(1 / math.sqrt(2))
+        np.testing.assert_allclose(peers_attention.reference_numpy(q, k, v, False), [[[[e / (e + 1), 0.0]]]])
+
+    def test_grouped_query_heads_share_their_group_s_keys(self):
+        rng = np.random.default_rng(2)
+        q, k, v = rng.normal(size=(1, 4, 3, 8)), rng.normal(size=(1, 2, 5, 8)), rng.normal(size=(1, 2, 5, 8))
+        out = peers_attention.reference_numpy(q, k, v, False)
+        for head in range(4):  # heads 0, 1 on K/V head 0; 2, 3 on K/V head 1
+            one = peers_attention.reference_numpy(q[:, head:head + 1], k[:, head // 2:head // 2 + 1],
+                                                  v[:, head // 2:head // 2 + 1], False)
+            np.testing.assert_allclose(out[:, head:head + 1], one)
+
+    def test_decode_plan_splits_the_keys_without_an_empty_split(self):
+        self.assertEqual(peers_attention.decode_plan(1, 256, 8192, 64, 132), (3, 2752))
+        self.assertEqual(peers_attention.decode_plan(4, 64, 8192, 64, 132), (9, 960))
+        self.assertEqual(peers_attention.decode_plan(1, 1024, 8192, 64, 132)[0], 1)  # enough programs already
+        for programs, kv_len in ((1, 100), (3, 8193), (64, 4097), (7, 64), (200, 300000)):
+            splits, per_split = peers_attention.decode_plan(1, programs, kv_len, 64, 132)
+            self.assertEqual(per_split % 64, 0)
+            self.assertLess((splits - 1) * per_split, kv_len)
+            self.assertGreaterEqual(splits * per_split, kv_len)
+
+
+@unittest.skipIf(np is None, "numpy is not installed")
+class QuantCase(unittest.TestCase):
+    def test_formats(self):
+        pq = peers_quant
+        self.assertEqual(pq.parse_format("w4g128"), pq.QuantFormat(4, 128, False))
+        self.assertEqual(pq.parse_format("w4g128z"), pq.QuantFormat(4, 128, True))
+        self.assertEqual(pq.parse_format("w8"), pq.QuantFormat(8, None, False))
+        self.assertEqual(pq.group_size(pq.parse_format("w8"), 8192), 8192)  # one scale a row
+        for bad in ("w3", "w4g", "w4g0", "x4", "w4z128", ""):
+            with self.assertRaises(ValueError, msg=bad):
+                pq.parse_format(bad)
+
+    def test_sizes(self):
+        pq = peers_quant
+        self.assertEqual(pq.parse_size("16x8192x8192w4g128"), [pq.QuantShape(16, 8192, 8192, "w4g128")])
+        self.assertEqual([s.fmt for s in pq.parse_size("1x8192x8192")], list(pq.FORMATS))
+        for bad in ("1x8192x100w4g128", "1x8x7w4", "1x8x8w3", "1x8", "0x8x8w8", "1x8x8w4g3"):
+            with self.assertRaises(SystemExit, msg=bad):
+                pq.parse_size(bad)
+        self.assertEqual(pq.shape_text(pq.parse_size("64x8192x8192w8")[0]), "64x8192x8192w8")
+
+    def test_default_shapes_are_decode_steps_against_8192_squared(self):
+        shapes = peers.CASES["quant"].default_shapes
+        self.assertEqual(sorted({s.m for s in shapes}), [1, 16, 64])
+        self.assertEqual({(s.n, s.k) for s in shapes}, {(8192, 8192)})
+        self.assertEqual({s.fmt for s in shapes}, {"w4g128", "w4g128z", "w8"})
+
+    def test_rows(self):
+        (shape,) = peers_quant.parse_size("16x8192x8192w4g128")
+        self.assertEqual(peers_quant.row_case(shape), "quant_w4g128")
+        self.assertEqual(peers_quant.row_shape(shape), [16, 8192, 8192])
+
+    def test_bytes_are_the_weight_s(self):
+        pq = peers_quant
+        self.assertEqual(pq.weight_bytes(8192, 8192, "w4g128", 2), 8192 * 8192 // 2 + 8192 * 64 * 2)
+        self.assertEqual(pq.weight_bytes(8192, 8192, "w4g128", 2), 34603008)
+        self.assertEqual(pq.weight_bytes(8192, 8192, "w4g128z", 2), 34603008 + 8192 * 64 * 2)
+        self.assertEqual(pq.weight_bytes(8192, 8192, "w8", 2), 8192 * 8192 + 8192 * 2)
+        case = peers.CASES["quant"]
+        (shape,) = pq.parse_size("16x8192x8192w4g128")
+        self.assertEqual(case.min_bytes(*shape, 2), 34603008)
+        self.assertEqual(case.written_bytes(*shape, 2), 0)  # read only: its ceiling is the read ceiling
+        self.assertEqual(case.flops(*shape), 2 * 16 * 8192 * 8192)
+
+    def test_nibbles_even_index_low(self):
+        pack = peers_quant.pack_int4
+        np.testing.assert_array_equal(pack([[1, 2]]), [[0x21]])
+        np.testing.assert_array_equal(pack([[-1, 0]]), [[0x0F]])
+        np.testing.assert_array_equal(pack([[0, -8]]), [[0x80]])
+        np.testing.assert_array_equal(pack([[7, -8, -1, 3]]), [[0x87, 0x3F]])
+        self.assertEqual(pack([[1, 2]]).dtype, np.uint8)
+        for bad in ([[1, 2, 3]], [[8, 0]], [[-9, 0]]):
+            with self.assertRaises(ValueError):
+                pack(bad)
+
+    def test_pack_and_unpack_round_trip_every_value(self):
+        rng = np.random.default_rng(4)
+        w = np.stack([rng.permutation(np.arange(-8, 8)) for _ in range(5)]).astype(np.int8)  # [5, 16]
+        packed = peers_quant.pack_int4(w)
+        self.assertEqual(packed.shape, (5, 8))
+        back = peers_quant.unpack_int4(packed)
+        self.assertEqual(back.dtype, np.int8)
+        np.testing.assert_array_equal(back, w)
+        every_byte = np.arange(256, dtype=np.uint8).reshape(2, 128)
+        np.testing.assert_array_equal(peers_quant.pack_int4(peers_quant.unpack_int4(every_byte)), every_byte)
+
+    def test_dequantize_subtracts_the_zero_point_then_scales_per_group(self):
+        w, s, z = [[1, 2, 3, 4]], [[0.5, 2.0]], [[1.0, -1.0]]
+        np.testing.assert_allclose(peers_quant.dequantize(w, s, z, 2), [[0.0, 0.5, 8.0, 10.0]])
+        np.testing.assert_allclose(peers_quant.dequantize(w, s, None, 2), [[0.5, 1.0, 6.0, 8.0]])
+        np.testing.assert_allclose(peers_quant.dequantize(w, [[0.5]], None, 4), [[0.5, 1.0, 1.5, 2.0]])
+
+    def test_reference_is_x_times_the_dequantised_weight_transposed(self):
+        x = [[1.0, 1.0, 1.0, 1.0], [1.0, 0.0, 0.0, 0.0]]
+        y = peers_quant.reference_numpy(x, [[1, 2, 3, 4], [0, 0, 0, 1]], [[0.5, 2.0], [1.0, 1.0]],
+                                        [[1.0, -1.0], [0.0, 0.0]], 2)
+        np.testing.assert_allclose(y, [[18.5, 1.0], [0.0, 0.0]])
+
+    def test_torch_int4_layout_puts_the_even_index_high(self):
+        op = peers_quant.int4pack_operand
+        np.testing.assert_array_equal(op(np.array([[-8, 7]], dtype=np.int8)), [[0x0F]])  # q = 0, 15
+        np.testing.assert_array_equal(op(np.array([[7, -8]], dtype=np.int8)), [[0xF0]])
+        np.testing.assert_array_equal(op(np.array([[0, 1]], dtype=np.int8)), [[0x89]])
+
+    def test_torch_scales_and_zeros_give_kiln_s_dequantisation(self):
+        rng = np.random.default_rng(8)
+        n, k, group = 3, 12, 4
+        w = rng.integers(-8, 8, (n, k))
+        s = rng.uniform(0.5, 1.5, (n, k // group))
+        z = rng.integers(-2, 3, (n, k // group)).astype(np.float64)
+        pairs = peers_quant.int4pack_scales_and_zeros(s, z)
+        self.assertEqual(pairs.shape, (k // group, n, 2))
+        q = w + 8  # torch's 0..15
+        cols = np.arange(k) // group
+        torch_style = (q - 8) * pairs[cols, :, 0].T + pairs[cols, :, 1].T  # (q - 8) * scale + zero
+        np.testing.assert_allclose(torch_style, peers_quant.dequantize(w, s, z, group))
+        no_zero = peers_quant.int4pack_scales_and_zeros(s, None)
+        np.testing.assert_array_equal(no_zero[..., 1], 0.0)
+
+    def test_inputs_name_the_stored_tensors(self):
+        self.assertEqual(peers_quant.quant_inputs(16, 8192, 8192, "w4g128z"),
+                         [("x", (16, 8192)), ("w", (8192, 4096)), ("s", (8192, 64)), ("z", (8192, 64))])
+        self.assertEqual(peers_quant.quant_inputs(1, 64, 32, "w8"), [("x", (1, 32)), ("w", (64, 32)), ("s", (64, 1))])
+
+
+@unittest.skipIf(np is None, "numpy is not installed")
+class PeerCasePlumbing(unittest.TestCase):
+    def test_peer_cases_are_not_kiln_bench_s(self):
+        self.assertIn("attention", peers.CASES)
+        self.assertIn("quant", peers.CASES)
+        self.assertNotIn("attention", peers.KILN_CASES)
+        self.assertNotIn("quant", peers.KILN_CASES)
+        self.assertIsNone(peers.case_for_function("attention_f16_4x16x4096x128"))
+
+    def test_every_impl_is_named_and_built(self):
+        for case in peers.CASES.values():
+            for impl in case.impls:
+                self.assertIn(impl, peers.IMPL_NAMES, (case.name, impl))
+                if not case.kiln_case:
+                    self.assertIn(impl, case.builders, (case.name, impl))
+        self.assertEqual(peers.IMPL_NAMES["compile-graph"], "torch.compile (CUDA graph)")
+        self.assertEqual(peers.IMPL_NAMES["xla"], "jax.jit (XLA)")
+        self.assertEqual(set(peers.CASES["attention"].impls), {"sdpa-cudnn", "sdpa-flash", "sdpa-efficient", "triton"})
+        self.assertEqual(set(peers.CASES["quant"].impls), {"cublas", "int4pack", "compile"})
+        self.assertIn("compile-graph", peers.CASES["softmax"].impls)
+        self.assertIn("compile-graph", peers.CASES["gemm"].impls)
+
+    def test_sizes_per_case(self):
+        attention, quant, softmax = (peers.CASES[n] for n in ("attention", "quant", "softmax"))
+        shapes = peers.case_shapes(attention, "4x16x4096x128c,8x32x1x8192x128g8", True)
+        self.assertEqual([attention.text(s) for s in shapes], ["4x16x4096x128c", "8x32x1x8192x128g8"])
+        self.assertEqual(peers.case_shapes(attention, None, True), list(attention.default_shapes))
+        self.assertEqual(len(peers.case_shapes(quant, "1x8192x8192,16x8192x8192w8", True)), 4)
+        self.assertEqual(peers.case_shapes(softmax, "4096", True), [(32768, 4096)])
+        with self.assertRaises(SystemExit):
+            peers.case_shapes(attention, "4096", True)
+
+    def test_the_baseline_runs_first(self):
+        quant, attention, softmax = (peers.CASES[n] for n in ("quant", "attention", "softmax"))
+        self.assertEqual(peers.case_impls(quant, ["compile", "cublas"]), ["cublas", "compile"])
+        self.assertEqual(peers.case_impls(quant, None)[0], "cublas")
+        self.assertEqual(peers.case_impls(attention, ["kiln", "triton", "eager"]), ["triton"])
+        self.assertEqual(peers.case_impls(softmax, ["kiln", "eager"]), ["kiln", "eager"])
+
+    def test_peer_rows_validate(self):
+        rows = [peers.make_row("attention_causal", "f16", [4, 16, 16, 4096, 4096, 128], "triton", 1.0, 268435456,
+                               4200.0, "", "passed", 274877906944, 700.0),
+                peers.make_row("quant_w4g128", "bf16", [16, 8192, 8192], "cuBLAS (dequantised)", 0.03, 34603008,
+                               4200.0, "", "passed", 2 * 16 * 8192**2, 700.0)]
+        result = json.loads(json.dumps(peers.make_result("NVIDIA H200", 4200.0, rows, date="2026-12-02")))
+        peers.validate_result(result)
+        result["rows"][0]["shape"] = [4, 16, 4096, 128]
+        with self.assertRaises(ValueError):
+            peers.validate_result(result)
+
+    def test_printed_rows_show_the_ceiling_and_the_baseline(self):
+        roof = peers.make_roof(4200.0, 4500.0, 4000.0)
+        row = peers.make_row("quant_w4g128", "bf16", [1, 8192, 8192], "torch.compile", 0.0123, 34603008, 4200.0,
+                             "cfg", "passed", 2 * 8192**2, 700.0, 0, roof)
+        row.update(baseline="cuBLAS (dequantised)", vs_baseline=2.5)
+        with contextlib.redirect_stdout(io.StringIO()) as printed:
+            peers.print_header()
+            peers.print_row(row, 1e-3, "1x8192x8192w4g128")
+        text = printed.getvalue()
+        self.assertIn("%ceil", text)
+        self.assertIn("0.01230", text)  # short rows print five decimals of ms
+        self.assertIn("speed 2.50x cuBLAS (dequantised)'s", text)
+        self.assertIn(f"{row['pct_ceiling']:.1f}", text)
+
+
+@unittest.skipIf(np is None or not HAVE_TORCH, "numpy or torch is not installed")
+class TorchHalves(unittest.TestCase):
+    """The torch versions of the helpers, on the CPU, against the NumPy ones."""
+
+    def test_quant_bytes_in_torch(self):
+        import torch
+        rng = np.random.default_rng(6)
+        w = rng.integers(-8, 8, (6, 32)).astype(np.int8)
+        packed = peers_quant.pack_int4_torch(torch.from_numpy(w))
+        np.testing.assert_array_equal(packed.numpy(), peers_quant.pack_int4(w))
+        np.testing.assert_array_equal(peers_quant.unpack_int4_torch(packed).numpy(), w)
+        np.testing.assert_array_equal(peers_quant.int4pack_operand(torch.from_numpy(w)).numpy(),
+                                      peers_quant.int4pack_operand(w))
+        s = rng.uniform(0.5, 1.5, (6, 4))
+        z = rng.integers(-2, 3, (6, 4)).astype(np.float64)
+        np.testing.assert_allclose(peers_quant.int4pack_scales_and_zeros(torch.from_numpy(s), torch.from_numpy(z)),
+                                   peers_quant.int4pack_scales_and_zeros(s, z))
+        np.testing.assert_allclose(
+            peers_quant.dequantize_torch(torch.from_numpy(w), torch.from_numpy(s), torch.from_numpy(z), 8,
+                                         torch.float64), peers_quant.dequantize(w, s, z, 8))
+
+    def test_dequant_linear_is_the_reference(self):
+        import torch
+        rng = np.random.default_rng(7)
+        x = rng.uniform(-1, 1, (3, 32))
+        w = rng.integers(-8, 8, (5, 32)).astype(np.int8)
+        s = rng.uniform(0.5, 1.5, (5, 2))
+        z = rng.integers(-2, 3, (5, 2)).astype(np.float64)
+        want = peers_quant.reference_numpy(x, w, s, z, 16)
+        got = peers_quant.dequant_linear(torch.from_numpy(x), peers_quant.pack_int4_torch(torch.from_numpy(w)),
+                                         torch.from_numpy(s), torch.from_numpy(z), 4, 16)
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-12)
+        shape = peers_quant.QuantShape(3, 5, 32, "w4g16z")
+        inputs = [torch.from_numpy(x), peers_quant.pack_int4_torch(torch.from_numpy(w)), torch.from_numpy(s),
+                  torch.from_numpy(z)]
+        np.testing.assert_allclose(peers_quant.reference_torch(shape, inputs)[0].numpy(), want, rtol=1e-12)
+
+    def test_attention_reference_in_torch(self):
+        import torch
+        rng = np.random.default_rng(9)
+        for token in ("1x4x7x16c", "2x4x1x9x8g2", "1x2x5x6x8"):
+            (shape,) = peers_attention.parse_size(token)
+            q = rng.normal(size=(shape.batch, shape.heads, shape.q_len, shape.head_dim))
+            k = rng.normal(size=(shape.batch, shape.kv_heads, shape.kv_len, shape.head_dim))
+            v = rng.normal(size=k.shape)
+            got = peers_attention.reference_torch(shape, [torch.from_numpy(a) for a in (q, k, v)])[0]
+            np.testing.assert_allclose(got.numpy(), peers_attention.reference_numpy(q, k, v, shape.causal),
+                                       rtol=1e-10, err_msg=token)
+
+
+TRITON_INTERPRETED = r"""
+import os, sys
+os.environ["TRITON_INTERPRET"] = "1"
+sys.path.insert(0, sys.argv[1])
+import numpy as np, torch
+import peers_attention as pa
+torch.manual_seed(3)
+worst = 0.0
+for token, block in (("1x4x40x16cg2", (32, 16)), ("1x2x33x47x32", (16, 16)), ("1x2x70x16c", (16, 32)),
+                     ("1x4x1x300x32g2", None), ("2x2x1x100x16", None), ("1x2x3x200x16", None)):
+    (shape,) = pa.parse_size(token)
+    q = (torch.rand(shape.batch, shape.heads, shape.q_len, shape.head_dim) * 4 - 2).half()
+    k = (torch.rand(shape.batch, shape.kv_heads, shape.kv_len, shape.head_dim) * 4 - 2).half()
+    v = (torch.rand(shape.batch, shape.kv_heads, shape.kv_len, shape.head_dim) * 4 - 2).half()
+    out = torch.full_like(q, float("nan"))
+    launch, config = pa.triton_attention(q, k, v, out, shape.causal, block)
+    launch()
+    ref = pa.reference_numpy(q.double().numpy(), k.double().numpy(), v.double().numpy(), shape.causal)
+    err = np.linalg.norm(out.double().numpy() - ref) / np.linalg.norm(ref)
+    print(token, err, config() if callable(config) else config)
+    worst = max(worst, err if np.isfinite(err) else np.inf)
+print("worst", worst)
+"""
+
+
+@unittest.skipIf(np is None or not (HAVE_TORCH and HAVE_TRITON), "numpy, torch or triton is not installed")
+class TritonAttentionInterpreted(unittest.TestCase):
+    def test_prefill_causal_ragged_grouped_and_decode_splits(self):
+        # Triton's interpreter runs the kernel on the CPU (fp16: its bf16 dot is not exact); a process
+        # of its own, since TRITON_INTERPRET is read when triton is imported.
+        done = subprocess.run([sys.executable, "-c", TRITON_INTERPRETED, HERE], capture_output=True, text=True,
+                              timeout=600)
+        self.assertEqual(done.returncode, 0, done.stderr[-3000:])
+        self.assertIn("key split(s)", done.stdout)
+        self.assertIn("+ a combine kernel", done.stdout)
+        worst = float(done.stdout.strip().splitlines()[-1].split()[1])
+        self.assertLess(worst, 2e-3, done.stdout)
+
+
+@unittest.skipIf(np is None or not (HAVE_TORCH and HAVE_JAX), "numpy, torch or jax is not installed")
+class XlaOnTheCpu(unittest.TestCase):
+    def test_jax_runs_the_case_on_torch_s_tensors(self):
+        import torch
+        gen = torch.Generator().manual_seed(2)
+        for name, dtype, kind in (("softmax", torch.float16, "f16"), ("add_rmsnorm", torch.float32, "f32"),
+                                  ("multi_axis_sum", torch.float32, "f32")):
+            case = peers.CASES[name]
+            inputs = [(torch.rand(s, generator=gen) * 1.9 + 0.1).to(dtype) for _, s in case.inputs(4, 64)]
+            refs = case.reference(peers.TorchOps, *[t.double() for t in inputs], kind)
+            run, holder, config, timer = peers.build_impl("xla", case, inputs, None, (4, 64))
+            run()
+            self.assertEqual(len(holder["outs"]), len(refs))
+            for out, ref in zip(holder["outs"], refs):
+                self.assertEqual(out.dtype, dtype)
+                self.assertLess(peers.relative_l2(out.double().numpy(), ref.numpy()), 1e-3, name)
+            self.assertGreater(timer(run), 0.0)
+            self.assertIn("back-to-back calls", config())
 
 
 if __name__ == "__main__":
