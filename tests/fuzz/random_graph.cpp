@@ -351,8 +351,12 @@ private:
     Shape ss = ws;
     ss.back() = k / group;
     const DType st = d_.pick(kFloats);
-    std::vector<Value*> operands = {input({wt, ws}), input({st, ss})};
-    if (d_.one_in(3)) operands.push_back(input({d_.one_in(2) ? st : wt, ss}));
+    // The weights, scales and zero points stay out of the pool: other ops would refuse i8 / i4.
+    auto weight_input = [&](TensorType t) { return g_.add_input(fmt::format("in{}", inputs_++), std::move(t)); };
+    std::vector<Value*> operands = {weight_input({wt, ws}), weight_input({st, ss})};
+    // Zero points of the weights' type; an i4 input needs an even last dim.
+    const bool integer_zero = d_.one_in(2) && (wt != DType::i4 || ss.back() % 2 == 0);
+    if (d_.one_in(3)) operands.push_back(weight_input({integer_zero ? wt : st, ss}));
     ir::Attrs attrs;
     attrs.set("group", group);
     Value* w = add(OpKind::Dequant, std::move(operands), attrs);

@@ -77,6 +77,9 @@ Graph every_op_graph() {
   outs.push_back(g.add(OpKind::LayerNorm, {x, w, b}));
   outs.push_back(g.add(OpKind::RmsNorm, {x, w}, attrs({{"eps", 1e-5}})));
   outs.push_back(g.add(OpKind::Attention, {q, q, q}, attrs({{"scale", 0.125}, {"causal", true}})));
+  Value* wq = g.add_input("wq", TensorType{DType::i4, {4, 8}});
+  Value* sq = g.add_input("sq", TensorType{DType::f16, {4, 2}});
+  outs.push_back(g.add(OpKind::Dequant, {wq, sq, sq}, attrs({{"group", int64_t{4}}})));
   g.set_outputs(outs);
   return g;
 }
