@@ -59,6 +59,12 @@ const std::vector<BenchCase>& bench_cases() {
       // tanh-approximate GELU: the one cuBLASLt's GELU_BIAS epilogue computes.
       {"gemm_bias_gelu", "y = gelu_tanh(A @ B + bias[N])", {DType::f16}, {BenchSize::gemm(4096, 4096, 4096)},
        SizeForm::Gemm},
+      // Decoding's weight-only quantised products: a few token rows against an [N, K] weight.
+      {"quant_w4g128", "y = x @ dequant(w: i4[N,K], s[N,K/128], group 128)^T", {DType::bf16},
+       {BenchSize::gemm(1, 8192, 8192), BenchSize::gemm(16, 8192, 8192), BenchSize::gemm(64, 8192, 8192)},
+       SizeForm::Gemm},
+      {"quant_w8", "y = x @ dequant(w: i8[N,K], s[N,1], group K)^T", {DType::bf16}, {BenchSize::gemm(1, 8192, 8192)},
+       SizeForm::Gemm},
   };
   return cases;
 }
@@ -72,8 +78,16 @@ const BenchCase& find_bench_case(std::string_view name) {
   throw Error(fmt::format("no benchmark case named '{}'; known: {}", name, fmt::join(names, ", ")));
 }
 
+bool BenchCase::takes(const BenchSize& s) const {
+  if (s.is_gemm() != (form == SizeForm::Gemm)) return false;
+  return !is_quant_case(*this) || (s.batch == 0 && s.depth % kQuantGroup == 0);
+}
+
 void check_size_form(const BenchCase& c, const BenchSize& s) {
   if (c.takes(s)) return;
+  if (is_quant_case(c))
+    throw Error(fmt::format("benchmark case {} takes sizes MxNxK with K a multiple of {}, not {}", c.name, kQuantGroup,
+                            s.str()));
   throw Error(fmt::format("benchmark case {} takes sizes {}, not {}", c.name,
                           c.form == SizeForm::Gemm ? "MxNxK or BxMxNxK" : "RxC", s.str()));
 }
@@ -97,7 +111,22 @@ void build_gemm(kiln::Graph& g, const BenchCase& c, DType dtype, const BenchSize
   }
 }
 
+// x [M, K] @ dequant(w, s)^T with w [N, K] of i4 in groups of 128 or i8 with a scale a row.
+void build_quant(kiln::Graph& g, const BenchCase& c, DType dtype, const BenchSize& size) {
+  const bool w4 = c.name == "quant_w4g128";
+  const int64_t group = w4 ? kQuantGroup : size.depth;
+  if (size.batch > 0) throw Error(fmt::format("benchmark case {} takes MxNxK, not a batched size", c.name));
+  if (size.depth % group != 0 || size.depth % 2 != 0)
+    throw Error(fmt::format("benchmark case {}: K = {} must be a multiple of {}", c.name, size.depth, w4 ? group : 2));
+  auto x = g.input("x", dtype, {size.rows, size.depth});
+  auto w = g.input("w", w4 ? DType::i4 : DType::i8, {size.cols, size.depth});
+  auto s = g.input("s", dtype, {size.cols, size.depth / group});
+  g.output(kiln::matmul(x, kiln::dequant(w, s, group), false, true));
+}
+
 }  // namespace
+
+bool is_quant_case(const BenchCase& c) { return c.name == "quant_w4g128" || c.name == "quant_w8"; }
 
 ir::Graph bench_graph(const BenchCase& c, DType dtype, const BenchSize& size) {
   if (!is_float(dtype))
@@ -107,7 +136,9 @@ ir::Graph bench_graph(const BenchCase& c, DType dtype, const BenchSize& size) {
   check_size_form(c, size);
   const Shape matrix = {size.rows, size.cols}, row = {size.cols};
   kiln::Graph g(fmt::format("{}_{}_{}", c.name, dtype_name(dtype), size.str()));
-  if (c.form == SizeForm::Gemm) {
+  if (is_quant_case(c)) {
+    build_quant(g, c, dtype, size);
+  } else if (c.form == SizeForm::Gemm) {
     build_gemm(g, c, dtype, size);
   } else if (c.name == "gelu_chain") {
     auto x = g.input("x", dtype, matrix);
@@ -145,6 +176,12 @@ ir::Graph bench_graph(const BenchCase& c, DType dtype, const BenchSize& size) {
 
 int64_t bench_bytes(const BenchCase& c, DType dtype, const BenchSize& size) {
   check_size_form(c, size);
+  if (is_quant_case(c)) {  // the activations, the packed weights, their scales, the output
+    const int64_t m = size.rows, n = size.cols, k = size.depth, es = dtype_bytes(dtype);
+    const bool w4 = c.name == "quant_w4g128";
+    const int64_t groups = w4 ? k / kQuantGroup : 1;
+    return m * k * es + (w4 ? n * k / 2 : n * k) + n * groups * es + m * n * es;
+  }
   if (c.form == SizeForm::Gemm) {
     const int64_t b = size.batches(), m = size.rows, n = size.cols, k = size.depth;
     const int64_t bias = c.name == "gemm_bias_gelu" ? n : 0;

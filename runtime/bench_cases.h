@@ -17,6 +17,8 @@ namespace kiln::runtime {
 // The batch B of the cases that reduce x of shape [B, R, C] over a middle axis or over
 // several axes (middle_axis_sum, multi_axis_sum); their hand-written baselines share it.
 inline constexpr int64_t kReduceBenchBatch = 8;
+// The group of quant_w4g128's int4 weights: one scale per 128 elements of K.
+inline constexpr int64_t kQuantGroup = 128;
 
 // A size in one of three forms: RxC (rows, cols), MxNxK (rows = M, cols = N,
 // depth = K) and BxMxNxK (with batch = B). depth and batch are 0 where the form has none.
@@ -44,8 +46,13 @@ struct BenchCase {
   std::vector<DType> dtypes;  // the dtypes it runs in by default
   std::vector<BenchSize> sizes;
   SizeForm form = SizeForm::Matrix;
-  bool takes(const BenchSize& s) const { return s.is_gemm() == (form == SizeForm::Gemm); }
+  // Whether a size is of the case's form (the quantised products: MxNxK with K in whole
+  // groups of 128).
+  bool takes(const BenchSize& s) const;
 };
+
+// Whether a case is a weight-only quantised product (quant_w4g128, quant_w8): inputs x, w, s.
+bool is_quant_case(const BenchCase& c);
 
 // Every case, in the order `kiln bench` runs them.
 const std::vector<BenchCase>& bench_cases();

@@ -28,6 +28,7 @@ using GemmStridedBatchedExFn = int (*)(Handle, int, int, int, int, int, const vo
                                        int, int);
 
 constexpr int kOpN = 0;           // CUBLAS_OP_N
+constexpr int kOpT = 1;           // CUBLAS_OP_T
 constexpr int kComputeF32 = 68;   // CUBLAS_COMPUTE_32F: fp32 accumulation, no TF32 down-conversion
 constexpr int kDefaultAlgo = -1;  // CUBLAS_GEMM_DEFAULT
 
@@ -71,7 +72,7 @@ int checked_int(int64_t v, const char* what, const GemmProblem& p) {
 
 std::string GemmProblem::str() const {
   if (batch > 1) return fmt::format("{} {}x{}x{}x{}", dtype_name(input), batch, m, n, k);
-  return fmt::format("{} {}x{}x{}", dtype_name(input), m, n, k);
+  return fmt::format("{} {}x{}x{}{}", dtype_name(input), m, n, k, b_transposed ? " (B stored [N, K])" : "");
 }
 
 ColumnMajorGemm column_major(const GemmProblem& p) {
@@ -80,7 +81,8 @@ ColumnMajorGemm column_major(const GemmProblem& p) {
   c.m = checked_int(p.n, "N", p);
   c.n = checked_int(p.m, "M", p);
   c.k = checked_int(p.k, "K", p);
-  c.lda = c.m;  // B [K, N] row-major is B^T [N, K] column-major, leading dim N
+  c.lda = p.b_transposed ? c.k : c.m;  // B [K, N] row-major is B^T [N, K] column-major, leading dim N
+                                      // (B [N, K] row-major is [K, N] column-major: transposed, leading dim K)
   c.ldb = c.k;  // A [M, K] row-major is A^T [K, M] column-major, leading dim K
   c.ldc = c.m;  // C [M, N] row-major is C^T [N, M] column-major, leading dim N
   c.stride_a = static_cast<long long>(p.k) * p.n;
@@ -139,11 +141,12 @@ void Cublas::gemm(const GemmProblem& p, CUdeviceptr a, CUdeviceptr b, CUdevicept
   const void* their_b = reinterpret_cast<const void*>(a);
   void* their_c = reinterpret_cast<void*>(c);
   int status = 0;
+  const int op_a = p.b_transposed ? kOpT : kOpN;  // cuBLAS's A is our B
   if (p.batch == 1)
-    status = l.gemm(handle_, kOpN, kOpN, g.m, g.n, g.k, &alpha, their_a, in, g.lda, their_b, in, g.ldb, &beta, their_c,
+    status = l.gemm(handle_, op_a, kOpN, g.m, g.n, g.k, &alpha, their_a, in, g.lda, their_b, in, g.ldb, &beta, their_c,
                     out, g.ldc, kComputeF32, kDefaultAlgo);
   else
-    status = l.gemm_batched(handle_, kOpN, kOpN, g.m, g.n, g.k, &alpha, their_a, in, g.lda, g.stride_a, their_b, in,
+    status = l.gemm_batched(handle_, op_a, kOpN, g.m, g.n, g.k, &alpha, their_a, in, g.lda, g.stride_a, their_b, in,
                             g.ldb, g.stride_b, &beta, their_c, out, g.ldc, g.stride_c, static_cast<int>(p.batch),
                             kComputeF32, kDefaultAlgo);
   if (status != 0)

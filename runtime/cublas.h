@@ -22,13 +22,14 @@ struct GemmProblem {
   DType input = DType::f16;   // A and B: f16, bf16 or f32
   DType output = DType::f16;  // C
   int64_t batch = 1, m = 1, n = 1, k = 1;
+  bool b_transposed = false;  // B stored [N, K] (a weight as a linear layer keeps it): C = A @ B^T
   std::string str() const;  // "f16 4096x4096x4096", "f16 32x1024x1024x1024" (batched)
 };
 
 // The column-major call for a GemmProblem: cuBLAS's A is our B and its B our A.
 struct ColumnMajorGemm {
   int m = 0, n = 0, k = 0;        // cuBLAS's: our N, M, K
-  int lda = 0, ldb = 0, ldc = 0;  // our N, K, N
+  int lda = 0, ldb = 0, ldc = 0;  // our N (K when B is stored [N, K]: cuBLAS transposes it), K, N
   long long stride_a = 0, stride_b = 0, stride_c = 0;  // our K*N, M*K, M*N (elements per batch entry)
 };
 // Throws kiln::Error naming the size when one does not fit cuBLAS's 32-bit int.

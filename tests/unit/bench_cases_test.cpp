@@ -30,11 +30,12 @@ TEST(BenchCases, ListsTheCasesInOrder) {
   for (const auto& c : runtime::bench_cases()) names.push_back(c.name);
   EXPECT_EQ(names, (std::vector<std::string>{"gelu_chain", "softmax", "add_rmsnorm", "layer_norm", "row_sum",
                                              "col_sum", "middle_axis_sum", "multi_axis_sum", "gemm", "gemm_batched",
-                                             "gemm_bias_gelu"}));
+                                             "gemm_bias_gelu", "quant_w4g128", "quant_w8"}));
 }
 
 // A small size of the form the case takes.
 BenchSize small_size(const runtime::BenchCase& c) {
+  if (runtime::is_quant_case(c)) return BenchSize::gemm(6, 40, 256);  // K in groups of 128, even for i4
   return c.form == runtime::SizeForm::Gemm ? BenchSize::gemm(6, 40, 9) : BenchSize{6, 40};
 }
 
@@ -112,8 +113,9 @@ TEST(BenchCases, BytesCountEachTensorOnce) {
 TEST(BenchCases, BytesMatchTheGraphsInputsAndOutputs) {
   // An independent count: the graph's own inputs and outputs, each once.
   for (const auto& c : runtime::bench_cases())
-    for (BenchSize s : {small_size(c), c.form == runtime::SizeForm::Gemm ? BenchSize::batched_gemm(3, 6, 40, 9)
-                                                                          : BenchSize{7, 3}}) {
+    for (BenchSize s : {small_size(c), runtime::is_quant_case(c)          ? BenchSize::gemm(3, 7, 128)
+                                       : c.form == runtime::SizeForm::Gemm ? BenchSize::batched_gemm(3, 6, 40, 9)
+                                                                           : BenchSize{7, 3}}) {
       ir::Graph g = runtime::bench_graph(c, c.dtypes[0], s);
       int64_t bytes = 0;
       for (const TensorType& t : input_types(g)) bytes += t.bytes();
@@ -157,6 +159,21 @@ TEST(BenchCases, GemmDefaults) {
   EXPECT_EQ(named("gemm_batched").sizes, (std::vector<BenchSize>{BenchSize::batched_gemm(32, 1024, 1024, 1024)}));
   EXPECT_EQ(named("gemm_batched").dtypes, (std::vector<DType>{DType::f16}));
   EXPECT_EQ(named("gemm_bias_gelu").sizes, (std::vector<BenchSize>{BenchSize::gemm(4096, 4096, 4096)}));
+}
+
+TEST(BenchCases, QuantCasesReadPackedWeightsAndTheirScales) {
+  ir::Graph g = runtime::bench_graph(named("quant_w4g128"), DType::bf16, BenchSize::gemm(1, 8192, 8192));
+  EXPECT_EQ(input_types(g), (std::vector<TensorType>{{DType::bf16, {1, 8192}}, {DType::i4, {8192, 8192}},
+                                                     {DType::bf16, {8192, 64}}}));
+  // 4-bit weights are a quarter of the bf16 bytes; scales, activations and output add a little.
+  EXPECT_EQ(runtime::bench_bytes(named("quant_w4g128"), DType::bf16, BenchSize::gemm(1, 8192, 8192)),
+            8192LL * 2 + 8192LL * 8192 / 2 + 8192LL * 64 * 2 + 8192LL * 2);
+  EXPECT_EQ(runtime::bench_bytes(named("quant_w8"), DType::bf16, BenchSize::gemm(16, 4096, 1024)),
+            16LL * 1024 * 2 + 4096LL * 1024 + 4096LL * 2 + 16LL * 4096 * 2);
+  EXPECT_EQ(runtime::bench_flops(named("quant_w8"), DType::bf16, BenchSize::gemm(16, 4096, 1024)),
+            2LL * 16 * 4096 * 1024);
+  EXPECT_THROW(runtime::bench_graph(named("quant_w4g128"), DType::bf16, BenchSize::gemm(1, 64, 100)), Error);
+  EXPECT_THROW(runtime::bench_graph(named("quant_w4g128"), DType::bf16, BenchSize::batched_gemm(2, 1, 64, 128)), Error);
 }
 
 TEST(BenchCases, GemmTakesRowMajorAAndB) {

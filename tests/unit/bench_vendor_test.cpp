@@ -13,6 +13,7 @@ namespace {
 
 TEST(BenchVendor, GemmCasesHaveCublasAndCublasLtRows) {
   EXPECT_TRUE(runtime::vendor_impls(runtime::find_bench_case("softmax")).empty());
+  EXPECT_EQ(runtime::vendor_impls(runtime::find_bench_case("quant_w4g128")), (std::vector<std::string>{"cublas"}));
   EXPECT_EQ(runtime::vendor_impls(runtime::find_bench_case("gemm")), (std::vector<std::string>{"cublas", "cublaslt"}));
   EXPECT_EQ(runtime::vendor_impls(runtime::find_bench_case("gemm_batched")),
             (std::vector<std::string>{"cublas", "cublaslt"}));
