@@ -46,7 +46,7 @@ static __device__ __forceinline__ void $NAME_load_tile(unsigned tile, const $T* 
   }
 }
 
-$SCORE_FUNCTION
+$SCRATCH$SCORE_FUNCTION
 extern "C" __global__ void __launch_bounds__($THREADS, 1) $NAME($PARAMS) {
   extern __shared__ __align__(128) unsigned char kiln_smem[];
   const unsigned smem = (unsigned)__cvta_generic_to_shared(kiln_smem);
@@ -58,7 +58,9 @@ extern "C" __global__ void __launch_bounds__($THREADS, 1) $NAME($PARAMS) {
   const $T* __restrict__ vb = $V + ($V_OFFSET);
   // The key tiles this block needs: all of them, or up to its last row's diagonal.
   const int kv_end = $KV_END;
-  const int tiles = (kv_end + $BC - 1) / $BC;
+  // The keys of this block: all of them, or its split's $KV_CHUNK_NOTE.
+  const int kv_first = $KV_FIRST, kv_stop = $KV_STOP;
+  const int tiles = kv_stop > kv_first ? (kv_stop - kv_first + $BC - 1) / $BC : 0;
 
   // Prologue: the query tile and the first $AHEAD key and value tiles, one group each
   // (the query tile goes with the first).
@@ -66,8 +68,8 @@ extern "C" __global__ void __launch_bounds__($THREADS, 1) $NAME($PARAMS) {
 #pragma unroll
   for (int t = 0; t < $AHEAD; ++t) {
     if (t < tiles) {
-      $NAME_load_tile<$BC>(smem + $Q_BYTES + t * $STAGE_BYTES, kb, t * $BC, $SKV, $K_LD);
-      $NAME_load_tile<$BC>(smem + $Q_BYTES + t * $STAGE_BYTES + $KV_BYTES, vb, t * $BC, $SKV, $V_LD);
+      $NAME_load_tile<$BC>(smem + $Q_BYTES + t * $STAGE_BYTES, kb, kv_first + t * $BC, $SKV, $K_LD);
+      $NAME_load_tile<$BC>(smem + $Q_BYTES + t * $STAGE_BYTES + $KV_BYTES, vb, kv_first + t * $BC, $SKV, $V_LD);
     }
     kiln_copy_async_commit();
   }
@@ -87,8 +89,8 @@ $PROLOGUE_COMMIT
     const int ahead = t + $AHEAD;
     if (ahead < tiles) {
       const unsigned stage = smem + $Q_BYTES + (ahead % $STAGES) * $STAGE_BYTES;
-      $NAME_load_tile<$BC>(stage, kb, ahead * $BC, $SKV, $K_LD);
-      $NAME_load_tile<$BC>(stage + $KV_BYTES, vb, ahead * $BC, $SKV, $V_LD);
+      $NAME_load_tile<$BC>(stage, kb, kv_first + ahead * $BC, $SKV, $K_LD);
+      $NAME_load_tile<$BC>(stage + $KV_BYTES, vb, kv_first + ahead * $BC, $SKV, $V_LD);
     }
     kiln_copy_async_commit();
     kiln_copy_async_wait_group<$AHEAD>();
@@ -116,7 +118,7 @@ $PROLOGUE_COMMIT
       }
 
     // The scores$SCORE_NOTE; keys past the end$CAUSAL_NOTE are -inf.
-    const int kv0 = t * $BC;
+    const int kv0 = kv_first + t * $BC;
 $SCORE_LOOP    if ($EDGE) {
 #pragma unroll
       for (int n = 0; n < $BC / 8; ++n)
@@ -170,7 +172,11 @@ $SCORE_LOOP    if ($EDGE) {
     __syncthreads();  // every warp is done with this buffer before a later tile's copies reuse it
   }
   kiln_copy_async_wait_group<0>();
+$EPILOGUE}
+)";
 
+// One block holds all the keys: O / row sum, stored.
+constexpr const char* kDirectEpilogue = R"(
   // O / row sum (a row that saw no key gives zeros), through this warp's 16 rows of the
   // query tile, which no other warp reads, then out as 16-byte stores.
 #pragma unroll
@@ -196,7 +202,66 @@ $SCORE_LOOP    if ($EDGE) {
       kiln_store16(ob + (long long)row * $D + chunk * 8,
                    *reinterpret_cast<const uint4*>(kiln_smem + $NAME_chunk(warp * 16 + r, chunk)));
   }
-}
+)";
+
+// The keys split over blocks (decoding): this split's partial rows in fp32, a ticket, and
+// in the query tile's last block the splits combined in split order, each rescaled to
+// the rows' largest max.
+constexpr const char* kSplitEpilogue = R"(
+  // This split's rows: the output not yet divided by the sum, the max and the sum.
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float l = row_sum[h];
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    const int row = q0 + warp * 16 + (lane >> 2) + h * 8;
+    if (row < $SQ) {
+      const long long at = ((long long)blockIdx.z * $BATCHES + batch) * $SQ + row;
+#pragma unroll
+      for (int c = 0; c < $D / 8; ++c) {
+        $NAME_o_part[at * $D + c * 8 + (lane & 3) * 2] = o[c][2 * h];
+        $NAME_o_part[at * $D + c * 8 + (lane & 3) * 2 + 1] = o[c][2 * h + 1];
+      }
+      if ((lane & 3) == 0) {
+        $NAME_m_part[at] = row_max[h];
+        $NAME_l_part[at] = l;
+      }
+    }
+  }
+  __threadfence();  // the partials are visible before the ticket is taken
+  __syncthreads();
+  __shared__ bool last_split;
+  if (threadIdx.x == 0) {
+    const int ticket = (int)batch * (int)gridDim.x + (int)blockIdx.x;
+    last_split = atomicAdd(&$NAME_tickets[ticket], 1) == $SPLITS - 1;
+    if (last_split) $NAME_tickets[ticket] = 0;  // the next launch starts from zero
+  }
+  __syncthreads();
+  if (!last_split) return;
+  __threadfence();
+  $T* __restrict__ ob = $OUT + (long long)batch * $OUT_BATCH;
+  const int rows_here = min($BR, $SQ - q0);
+  for (int e = (int)threadIdx.x; e < rows_here * $D; e += $THREADS) {
+    const int row = q0 + e / $D, d = e % $D;
+    float m = __int_as_float(0xff800000);
+    for (int z = 0; z < $SPLITS; ++z) m = fmaxf(m, __ldcg(&$NAME_m_part[((long long)z * $BATCHES + batch) * $SQ + row]));
+    const float base = m == __int_as_float(0xff800000) ? 0.0f : m * $LOG2_SCALE;
+    float l = 0.0f, acc = 0.0f;
+    for (int z = 0; z < $SPLITS; ++z) {  // in split order: the same bits every run
+      const long long at = ((long long)z * $BATCHES + batch) * $SQ + row;
+      const float w = kiln_exp2(fmaf(__ldcg(&$NAME_m_part[at]), $LOG2_SCALE, -base));
+      l += __ldcg(&$NAME_l_part[at]) * w;
+      acc += __ldcg(&$NAME_o_part[at * $D + d]) * w;
+    }
+    ob[(long long)row * $D + d] = $STORE(l > 0.0f ? acc / l : 0.0f);  // a row that saw no key gives zeros
+  }
+)";
+
+// The split partials and the tickets, at module scope (zero at load).
+constexpr const char* kSplitScratch = R"(__device__ float $NAME_o_part[$O_PARTS];
+__device__ float $NAME_m_part[$ROW_PARTS];
+__device__ float $NAME_l_part[$ROW_PARTS];
+__device__ int $NAME_tickets[$TICKETS];
 )";
 
 std::string substitute(std::string text, const std::map<std::string, std::string>& values) {
@@ -235,6 +300,10 @@ std::string header(const ir::Kernel& k) {
                    dtype_name(a.dtype), ir::attr_value_str(ir::AttrValue{a.scale}));
   if (!ir::attention_plain_score(k)) s += "//   score ops between the products: " + k.name + "_score\n";
   if (a.causal) s += "//   causal: key tiles past a block's last diagonal skipped, the longest blocks first\n";
+  if (ir::attention_kv_splits(c) > 1)
+    s += fmt::format("//   decoding: the keys split over {} blocks of {} keys (grid z); each writes fp32 partials and the "
+                     "last block of a query tile combines them in split order\n",
+                     ir::attention_kv_splits(c), ir::attention_kv_chunk(k, c));
   return s + "\n";
 }
 
@@ -246,6 +315,7 @@ LaunchDims attention_launch_dims(const ir::Kernel& k) {
   LaunchDims d;
   d.grid[0] = static_cast<unsigned>((k.attention.sq + c.br - 1) / c.br);
   d.grid[1] = static_cast<unsigned>(ir::attention_batch_count(k.attention));
+  d.grid[2] = static_cast<unsigned>(ir::attention_kv_splits(c));
   d.block[0] = static_cast<unsigned>(ir::attention_threads(c));
   d.shared_bytes = static_cast<unsigned>(ir::attention_shared_bytes(k, c));
   return d;
@@ -283,7 +353,19 @@ std::string emit_attention(const ir::Kernel& k) {
         fmt::arg("args", score_args.empty() ? "" : ", " + fmt::format("{}", fmt::join(score_args, ", "))));
   }
   const int row_bytes = static_cast<int>(a.d) * 2;
+  const int splits = ir::attention_kv_splits(c);
+  const int64_t batches = ir::attention_batch_count(a), q_tiles = (a.sq + c.br - 1) / c.br;
+  const std::string chunk = std::to_string(ir::attention_kv_chunk(k, c));
   std::map<std::string, std::string> v{
+      {"KV_FIRST", splits > 1 ? "(int)blockIdx.z * " + chunk : "0"},
+      {"KV_STOP", splits > 1 ? "min(kv_end, kv_first + " + chunk + ")" : "kv_end"},
+      {"KV_CHUNK_NOTE", splits > 1 ? fmt::format("{} keys (split blockIdx.z of {})", chunk, splits) : "(one split)"},
+      {"SPLITS", std::to_string(splits)},
+      {"BATCHES", std::to_string(batches) + "ll"},
+      {"O_PARTS", std::to_string(ir::attention_workspace_floats(k, c) / (a.dv + 2) * a.dv)},
+      {"ROW_PARTS", std::to_string(ir::attention_workspace_floats(k, c) / (a.dv + 2))},
+      {"TICKETS", std::to_string(batches * q_tiles)},
+      {"STORE", bf16 ? "__float2bfloat16_rn" : "__float2half_rn"},
       {"NAME", k.name},
       {"T", std::string(storage_type(a.dtype))},
       {"MMA", bf16 ? "kiln_mma_bf16" : "kiln_mma_f16"},
@@ -326,7 +408,11 @@ std::string emit_attention(const ir::Kernel& k) {
       {"SCORE_NOTE", plain ? " (q . k, scaled in the exponent)" : " (the fused score ops on the scaled q . k)"},
       {"LOG2_SCALE", literal((plain ? a.scale : 1.0) * kLog2e)},
   };
-  return header(k) + substitute(kKernel, v);
+  // The epilogue and the split scratch go in before the names are filled.
+  std::string text = kKernel;
+  text.replace(text.find("$EPILOGUE"), 9, splits > 1 ? kSplitEpilogue : kDirectEpilogue);
+  text.replace(text.find("$SCRATCH"), 8, splits > 1 ? kSplitScratch : "");
+  return header(k) + substitute(text, v);
 }
 
 namespace {

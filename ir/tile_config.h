@@ -101,6 +101,11 @@ TileConfig attention_heuristic(const Kernel& k);
 // when one does. The fuse pass keeps the graph's other kernels where this is not empty.
 std::string attention_unsupported(const Kernel& k);
 int attention_threads(const TileConfig& config);
+// Decoding's split of the keys over blocks: the splits (1 without), the keys each
+// covers (a multiple of bc), and the fp32 partials they write (0 without).
+int attention_kv_splits(const TileConfig& config);
+int64_t attention_kv_chunk(const Kernel& k, const TileConfig& config);
+int64_t attention_workspace_floats(const Kernel& k, const TileConfig& config);
 // Dynamic shared memory: the query tile and `stages` key and value tiles.
 int64_t attention_shared_bytes(const Kernel& k, const TileConfig& config);
 

@@ -6,6 +6,11 @@
 // (bc / 2 a thread) and their probabilities as f16 / bf16 A fragments (bc / 4). Keys
 // and values stream through `stages` shared-memory tiles of bc rows, after the query
 // tile. The sweep covers br 64 / 128, bc 32 / 64 / 128 and 1 to 3 stages.
+//
+// Decoding (a few query rows against a long cache) splits the keys over `split_k`
+// blocks (flash-decoding): each writes its rows'
+// partial output, max and sum in fp32, and the last block of a query tile combines the
+// splits in split order (the same bits every run).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -22,9 +27,14 @@ namespace {
 constexpr int64_t kMaxGridX = std::numeric_limits<int32_t>::max();
 constexpr int64_t kMaxGridY = 65535;
 constexpr int kRowsPerWarp = 16;
+// Decoding's query tile: four warps, though a few rows fill only the first. Blocks of
+// one warp load their key tiles in four times as many steps a thread, and ptxas spills
+// them (hundreds of bytes at head dim 128).
+constexpr int kDecodeRows = 64;
 // Registers a thread holds across the key loop (Q and P fragments, scores, output);
 // past this, with addresses and the softmax's row state, ptxas spills.
 constexpr int64_t kMaxHeldRegisters = 168;
+constexpr int64_t kMaxWorkspaceFloats = int64_t{1} << 24;  // 64 MiB of split partials
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -53,6 +63,18 @@ int64_t query_tiles(const Kernel& k, int br) { return ceil_div(k.attention.sq, b
 
 int attention_threads(const TileConfig& c) { return 32 * c.warps; }
 
+int attention_kv_splits(const TileConfig& c) { return std::max(1, c.split_k); }
+
+int64_t attention_kv_chunk(const Kernel& k, const TileConfig& c) {
+  return ceil_div(ceil_div(k.attention.skv, attention_kv_splits(c)), c.bc) * c.bc;
+}
+
+int64_t attention_workspace_floats(const Kernel& k, const TileConfig& c) {
+  if (attention_kv_splits(c) == 1) return 0;
+  const AttentionCore& a = k.attention;
+  return int64_t{attention_kv_splits(c)} * attention_batch_count(a) * a.sq * (a.dv + 2);
+}
+
 int64_t attention_shared_bytes(const Kernel& k, const TileConfig& c) {
   const AttentionCore& a = k.attention;
   const int64_t esize = dtype_bytes(a.dtype);
@@ -79,15 +101,23 @@ void validate_attention(const Kernel& k, const TileConfig& c) {
   };
   if (std::string why = attention_unsupported(k); !why.empty()) fail(why);
   if (c.schedule != kMmaSync) fail("an attention config needs schedule mma_sync");
-  if (c.warps != 4 && c.warps != 8) fail("warps must be 4 or 8");
+  if (c.warps != 1 && c.warps != 2 && c.warps != 4 && c.warps != 8) fail("warps must be 1, 2, 4 or 8");
   if (c.br != kRowsPerWarp * c.warps)
     fail(fmt::format("br must be {} x warps (each warp owns {} query rows)", kRowsPerWarp, kRowsPerWarp));
   if (c.bc != 32 && c.bc != 64 && c.bc != 128) fail("bc must be 32, 64 or 128");
   if (c.stages < 1 || c.stages > 3) fail("stages must be 1 to 3");
   if (c.stages == 3 && c.bc == 32) fail("three stages take key tiles of 64 or 128 rows (ptxas spills the 32-row loop)");
   if (c.threads || c.elems || c.vec || c.row_threads || c.rows || c.stream || c.shared_elems || c.cluster || c.cols ||
-      c.k_threads || c.k_split || c.bm || c.bn || c.bk || c.warps_m || c.warps_n || c.group || c.split_k)
-    fail("an attention config sets schedule, br, bc, warps and stages only");
+      c.k_threads || c.k_split || c.bm || c.bn || c.bk || c.warps_m || c.warps_n || c.group)
+    fail("an attention config sets schedule, br, bc, warps, stages and split_k only");
+  if (c.split_k < 0 || c.split_k > 64) fail("split_k (splits of the keys) must be 0 to 64");
+  if (attention_kv_splits(c) > 1) {
+    if ((attention_kv_splits(c) - 1) * attention_kv_chunk(k, c) >= k.attention.skv)
+      fail(fmt::format("split_k = {} leaves an empty split of {} keys", c.split_k, k.attention.skv));
+    if (attention_workspace_floats(k, c) > kMaxWorkspaceFloats)
+      fail(fmt::format("split_k = {} needs {} MiB of partials, more than {} MiB", c.split_k,
+                       attention_workspace_floats(k, c) * 4 >> 20, kMaxWorkspaceFloats * 4 >> 20));
+  }
   if (held_registers(k, c) > kMaxHeldRegisters)
     fail(fmt::format("each thread would hold {} fragment and accumulator registers; more than {} spill",
                      held_registers(k, c), kMaxHeldRegisters));
@@ -99,14 +129,25 @@ void validate_attention(const Kernel& k, const TileConfig& c) {
 
 namespace {
 
-TileConfig make(int br, int bc, int stages) {
+TileConfig make(int br, int bc, int stages, int splits = 1) {
   TileConfig c;
   c.schedule = kMmaSync;
   c.br = br;
   c.bc = bc;
   c.warps = br / kRowsPerWarp;
   c.stages = stages;
+  c.split_k = splits > 1 ? splits : 0;
   return c;
+}
+
+// Decoding's blocks: the keys split until about four blocks an SM run (each streams its
+// share of the cache). A prediction, to be measured on the H200.
+int decode_splits(const Kernel& k, const TileConfig& c) {
+  const int64_t blocks = query_tiles(k, c.br) * attention_batch_count(k.attention);
+  int splits = 1;
+  while (blocks * splits < 4 * kTargetSMs && splits < 32 && attention_kv_chunk(k, make(c.br, c.bc, c.stages, splits * 2)) >= 2 * c.bc)
+    splits *= 2;
+  return splits;
 }
 
 bool legal(const Kernel& k, const TileConfig& c) {
@@ -126,6 +167,12 @@ std::vector<TileConfig> attention_candidates(const Kernel& k) {
     for (int bc : {128, 64, 32})
       for (int stages : {2, 3, 1})
         if (TileConfig c = make(br, bc, stages); legal(k, c)) out.push_back(c);
+  if (k.attention.sq <= 64)  // decoding: the keys split over blocks
+    for (int br : {64, 32})
+      for (int bc : {128, 64, 32})
+        for (int stages : {2, 3})
+          for (int splits : {2, 4, 8, 16})
+            if (TileConfig c = make(br, bc, stages, splits); legal(k, c)) out.push_back(c);
   if (out.empty()) out.push_back(attention_heuristic(k));  // throws the reason
   return out;
 }
@@ -139,6 +186,12 @@ TileConfig attention_heuristic(const Kernel& k) {
   if (std::string why = attention_unsupported(k); !why.empty())
     throw Error(fmt::format("kernel @{}: no attention config: {}", k.name, why));
   const int64_t batch = attention_batch_count(k.attention);
+  if (k.attention.sq <= 16)
+    for (int bc : {128, 64, 32})
+      if (TileConfig c = make(kDecodeRows, bc, 2); legal(k, c)) {
+        c = make(kDecodeRows, bc, 2, decode_splits(k, c));
+        if (legal(k, c)) return c;
+      }
   const int br = query_tiles(k, 128) * batch >= 2 * kTargetSMs ? 128 : 64;
   for (int bc : {128, 64, 32})
     if (TileConfig c = make(br, bc, 2); legal(k, c)) return c;

@@ -73,6 +73,29 @@ TEST(AttentionCodegen, EveryCandidateCompilesWithoutSpills) {
   }
 }
 
+TEST(AttentionCodegen, DecodingCandidatesCompileWithoutSpills) {
+  // One query a head against 8192 keys: the split candidates (every fourth of them) and
+  // the default, both head dims.
+  for (int64_t d : {64, 128}) {
+    const ir::Kernel k = attention_kernel(test::composite_attention(DType::bf16, {{8, 32}, 1, 8192, d}, false));
+    EXPECT_GT(ir::attention_kv_splits(k.config), 1) << k.config.str();
+    EXPECT_EQ(compile_with_ptxas_report(k, "sm_90a").spill_bytes, 0) << k.config.str();
+    int i = 0;
+    for (const ir::TileConfig& c : ir::candidates(k)) {
+      if (ir::attention_kv_splits(c) == 1 || i++ % 4 != 0) continue;
+      ir::Kernel v = k;
+      v.config = c;
+      const Resources r = compile_with_ptxas_report(v, "sm_90a");
+      EXPECT_EQ(r.spill_bytes, 0) << "d " << d << " " << c.str() << ": " << r.registers << " registers";
+    }
+    const codegen::LaunchDims dims = codegen::launch_dims(k);
+    EXPECT_EQ(dims.grid[2], static_cast<unsigned>(ir::attention_kv_splits(k.config)));
+  }
+  test::expect_compiles({attention_kernel(test::composite_attention(DType::f16, {{2, 2, 4}, 5, 3000, 64, {2, 2, 1}},
+                                                                    true))},
+                        "decode_gqa_causal");
+}
+
 TEST(AttentionCodegen, ScoreBodiesCompileForSm90aAndSm80) {
   for (Mask m : {Mask::Causal, Mask::Band, Mask::Bias, Mask::Empty})
     test::expect_compiles({attention_kernel(test::hand_written_attention(DType::bf16, {{2}, 130, 70, 128}, m))},

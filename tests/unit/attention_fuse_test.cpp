@@ -13,6 +13,7 @@
 #include "ir/error.h"
 #include "ir/interpreter.h"
 #include "ir/kernel.h"
+#include "ir/tile_config.h"
 #include "ir/parser.h"
 #include "passes/lower.h"
 #include "passes/pass_manager.h"
@@ -290,7 +291,26 @@ TEST(AttentionTile, IllegalConfigsSayWhichRule) {
   EXPECT_TRUE(test::contains(error(c), "spill")) << error(c);
   c = k.config;
   c.bm = 64;
-  EXPECT_TRUE(test::contains(error(c), "sets schedule, br, bc, warps and stages only")) << error(c);
+  EXPECT_TRUE(test::contains(error(c), "sets schedule, br, bc, warps, stages and split_k only")) << error(c);
+  c = k.config;
+  c.split_k = 16;  // 256 keys: 16 splits of 64-key tiles leave some empty
+  EXPECT_TRUE(test::contains(error(c), "leaves an empty split")) << error(c);
+}
+
+TEST(AttentionTile, DecodingSplitsTheKeysOverBlocks) {
+  // 8 x 32 heads of one query against 8192 keys: 256 blocks alone would leave the SMs
+  // streaming the cache with a block or two each.
+  const ir::Kernel& k =
+      only_attention(lowered(test::composite_attention(DType::f16, {{8, 32}, 1, 8192, 128}, false).ir()));
+  EXPECT_GT(ir::attention_kv_splits(k.config), 1) << k.config.str();
+  EXPECT_EQ(ir::attention_kv_chunk(k, k.config) % k.config.bc, 0);
+  EXPECT_GT(ir::attention_workspace_floats(k, k.config), 0);
+  const std::string cuda = codegen::emit_cuda(k);
+  EXPECT_TRUE(test::contains(cuda, "combines them in split order")) << cuda;
+  // A long prompt keeps one block a query tile.
+  const ir::Kernel& p =
+      only_attention(lowered(test::composite_attention(DType::f16, {{2, 16}, 4096, 4096, 128}, true).ir()));
+  EXPECT_EQ(ir::attention_kv_splits(p.config), 1);
 }
 
 }  // namespace
