@@ -149,6 +149,9 @@ TEST(QuantCodegen, EveryWeightFormatCompilesWithoutSpillsInItsDefaultConfig) {
           ASSERT_EQ(p.kernels.size(), 1u);
           EXPECT_EQ(p.kernels[0].config.schedule, m <= 16 ? ir::kGemv : ir::kMmaSync);
           EXPECT_EQ(spill_bytes(p.kernels[0], "sm_90a"), 0) << p.kernels[0].config.str();
+          if (m == 1) {
+            EXPECT_EQ(spill_bytes(p.kernels[0], "sm_80"), 0) << p.kernels[0].config.str();
+          }
         }
 }
 
