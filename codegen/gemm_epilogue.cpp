@@ -132,6 +132,7 @@ std::string element_bits(DType t, const std::string& value, int i) {
     case DType::i1: return fmt::format("(unsigned){}", e);
     case DType::i8: return fmt::format("(unsigned)(unsigned char){}", e);
     case DType::i4: break;  // never an output (cast rejects i4 results)
+    case DType::f8e4m3: case DType::f8e5m2: break;  // only pointwise kernels write fp8
   }
   return e;
 }

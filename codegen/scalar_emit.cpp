@@ -66,6 +66,25 @@ constexpr DeviceHelper kHelpers[] = {
     {"kiln_div_i32",  // i32 division truncates; dividing by zero gives 0, as Kiln defines it
      "static __device__ __forceinline__ int kiln_div_i32(int a, int b) {\n"
      "  return b == 0 ? 0 : kiln_sat_i32((long long)a / b);\n}\n"},
+    // fp8: round to nearest even, saturating to the largest finite value (as the reference).
+    {"kiln_float_to_f8e4m3",
+     "static __device__ __forceinline__ unsigned char kiln_float_to_f8e4m3(float x) {\n"
+     "  return (unsigned char)__nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3);\n}\n"},
+    {"kiln_float_to_f8e5m2",
+     "static __device__ __forceinline__ unsigned char kiln_float_to_f8e5m2(float x) {\n"
+     "  return (unsigned char)__nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E5M2);\n}\n"},
+    {"kiln_f8e4m3_to_float",
+     "static __device__ __forceinline__ float kiln_f8e4m3_to_float(unsigned char b) {\n"
+     "  return __half2float(__half(__nv_cvt_fp8_to_halfraw((__nv_fp8_storage_t)b, __NV_E4M3)));\n}\n"},
+    {"kiln_f8e5m2_to_float",
+     "static __device__ __forceinline__ float kiln_f8e5m2_to_float(unsigned char b) {\n"
+     "  return __half2float(__half(__nv_cvt_fp8_to_halfraw((__nv_fp8_storage_t)b, __NV_E5M2)));\n}\n"},
+    {"kiln_round_f8e4m3",
+     "static __device__ __forceinline__ float kiln_round_f8e4m3(float x) { return "
+     "kiln_f8e4m3_to_float(kiln_float_to_f8e4m3(x)); }\n"},
+    {"kiln_round_f8e5m2",
+     "static __device__ __forceinline__ float kiln_round_f8e5m2(float x) { return "
+     "kiln_f8e5m2_to_float(kiln_float_to_f8e5m2(x)); }\n"},
     {"kiln_sat_i8",
      "static __device__ __forceinline__ int kiln_sat_i8(int v) { return v > 127 ? 127 : v < -128 ? -128 : v; }\n"},
     {"kiln_i4_value",  // the low nibble of x as a signed 4-bit integer: 8..15 are -8..-1
@@ -269,6 +288,8 @@ std::string substitute(const char* pattern, const std::vector<std::string>& oper
 std::string rounded(DType t, const std::string& x) {
   if (t == DType::f16) return "kiln_round_f16(" + x + ")";
   if (t == DType::bf16) return "kiln_round_bf16(" + x + ")";
+  if (t == DType::f8e4m3) return "kiln_round_f8e4m3(" + x + ")";
+  if (t == DType::f8e5m2) return "kiln_round_f8e5m2(" + x + ")";
   return x;
 }
 
@@ -293,7 +314,7 @@ std::string cast_expr(DType from, DType to, const std::string& x) {
 
 std::string_view register_type(DType t) {
   switch (t) {
-    case DType::f32: case DType::f16: case DType::bf16: return "float";
+    case DType::f32: case DType::f16: case DType::bf16: case DType::f8e4m3: case DType::f8e5m2: return "float";
     case DType::i32: case DType::i8: case DType::i4: return "int";
     case DType::i1: return "bool";
   }
@@ -309,6 +330,7 @@ std::string_view storage_type(DType t) {
     case DType::i1: return "unsigned char";
     case DType::i8: return "signed char";
     case DType::i4: return "unsigned char";  // two elements a byte: read through kiln_load_i4
+    case DType::f8e4m3: case DType::f8e5m2: return "unsigned char";  // fp8 bits, converted by cuda_fp8.h
   }
   return "?";
 }
@@ -319,6 +341,8 @@ std::string load_expr(DType t, const std::string& element) {
     case DType::bf16: return "__bfloat162float(" + element + ")";
     case DType::i1: return "(" + element + " != 0)";
     case DType::i8: return "(int)" + element;
+    case DType::f8e4m3: return "kiln_f8e4m3_to_float(" + element + ")";
+    case DType::f8e5m2: return "kiln_f8e5m2_to_float(" + element + ")";
     default: return element;  // i4: kiln_load_i4 already gives an int
   }
 }
@@ -329,6 +353,8 @@ std::string store_expr(DType t, const std::string& value) {
     case DType::bf16: return "__float2bfloat16_rn(" + value + ")";
     case DType::i1: return "(unsigned char)(" + value + " ? 1 : 0)";
     case DType::i8: return "(signed char)(" + value + ")";  // the cast saturated it
+    case DType::f8e4m3: return "kiln_float_to_f8e4m3(" + value + ")";
+    case DType::f8e5m2: return "kiln_float_to_f8e5m2(" + value + ")";
     default: return value;
   }
 }

@@ -16,6 +16,10 @@ double default_rel_l2_bound(DType t) {
     case DType::f32: return 1e-5;
     case DType::f16: case DType::bf16: return 1e-2;
     case DType::i32: case DType::i8: case DType::i4: return 0;
+    // One step of the mantissa: a value computed in fp32 on the way may round to the
+    // neighbour of the reference's.
+    case DType::f8e4m3: return 6.25e-2;
+    case DType::f8e5m2: return 1.25e-1;
     case DType::i1: return 1e-4;  // fraction of flipped booleans
   }
   return 0;

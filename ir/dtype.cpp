@@ -1,5 +1,6 @@
 #include "ir/dtype.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -15,12 +16,15 @@ std::string_view dtype_name(DType t) {
     case DType::i1: return "i1";
     case DType::i8: return "i8";
     case DType::i4: return "i4";
+    case DType::f8e4m3: return "f8e4m3";
+    case DType::f8e5m2: return "f8e5m2";
   }
   return "?";
 }
 
 std::optional<DType> parse_dtype(std::string_view name) {
-  for (DType t : {DType::f32, DType::f16, DType::bf16, DType::i32, DType::i1, DType::i8, DType::i4})
+  for (DType t : {DType::f32, DType::f16, DType::bf16, DType::i32, DType::i1, DType::i8, DType::i4, DType::f8e4m3,
+                  DType::f8e5m2})
     if (dtype_name(t) == name) return t;
   return std::nullopt;
 }
@@ -29,7 +33,7 @@ int dtype_bytes(DType t) {
   switch (t) {
     case DType::f32: case DType::i32: return 4;
     case DType::f16: case DType::bf16: return 2;
-    case DType::i1: case DType::i8: case DType::i4: return 1;
+    case DType::i1: case DType::i8: case DType::i4: case DType::f8e4m3: case DType::f8e5m2: return 1;
   }
   return 0;
 }
@@ -39,6 +43,64 @@ int dtype_bits(DType t) { return t == DType::i4 ? 4 : 8 * dtype_bytes(t); }
 bool is_float(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
 bool is_integer(DType t) { return t == DType::i32; }
 bool is_storage_only(DType t) { return t == DType::i8 || t == DType::i4; }
+bool is_fp8(DType t) { return t == DType::f8e4m3 || t == DType::f8e5m2; }
+
+namespace {
+
+// An fp8 format: mantissa bits, exponent bias, the smallest normal exponent, the largest
+// finite value.
+struct Fp8Format {
+  int mantissa_bits, bias, min_exponent;
+  double max_finite;
+};
+
+Fp8Format fp8_format(DType t) {
+  if (t == DType::f8e4m3) return {3, 7, -6, 448.0};
+  return {2, 15, -14, 57344.0};
+}
+
+// Rounds as the GPU's conversion from fp32 with saturation does: to the nearest value
+// with the format's mantissa (ties to even), subnormals below the smallest normal
+// exponent, and anything at or past the largest finite value (infinities too) to it.
+double round_fp8(DType t, double x) {
+  const Fp8Format f = fp8_format(t);
+  const float v = static_cast<float>(x);
+  if (std::isnan(v)) return std::numeric_limits<double>::quiet_NaN();
+  const double a = std::fabs(static_cast<double>(v));
+  if (a >= f.max_finite) return std::copysign(f.max_finite, v);
+  if (a == 0) return std::copysign(0.0, v);
+  const int e = std::max(std::ilogb(a), f.min_exponent);
+  const double quantum = std::ldexp(1.0, e - f.mantissa_bits);
+  const double r = std::min(std::nearbyint(a / quantum) * quantum, f.max_finite);
+  return std::copysign(r, v);
+}
+
+}  // namespace
+
+uint8_t fp8_bits(DType t, double rounded) {
+  const Fp8Format f = fp8_format(t);
+  if (std::isnan(rounded)) return 0x7f;  // a NaN of both formats
+  const uint8_t sign = std::signbit(rounded) ? 0x80 : 0;
+  const double a = std::fabs(rounded);
+  if (a == 0) return sign;
+  const int e = std::ilogb(a);
+  if (e < f.min_exponent)  // subnormal: the mantissa counts quanta of the smallest exponent
+    return static_cast<uint8_t>(sign | static_cast<int>(a / std::ldexp(1.0, f.min_exponent - f.mantissa_bits)));
+  const int mantissa = static_cast<int>(a / std::ldexp(1.0, e - f.mantissa_bits)) - (1 << f.mantissa_bits);
+  return static_cast<uint8_t>(sign | (e + f.bias) << f.mantissa_bits | mantissa);
+}
+
+double fp8_value(DType t, uint8_t bits) {
+  const Fp8Format f = fp8_format(t);
+  const int exponent_bits = 7 - f.mantissa_bits;
+  const int field = (bits >> f.mantissa_bits) & ((1 << exponent_bits) - 1), mantissa = bits & ((1 << f.mantissa_bits) - 1);
+  const double sign = bits & 0x80 ? -1.0 : 1.0;
+  if (t == DType::f8e4m3 && field == 15 && mantissa == 7) return std::numeric_limits<double>::quiet_NaN();
+  if (t == DType::f8e5m2 && field == 31)
+    return mantissa ? std::numeric_limits<double>::quiet_NaN() : sign * std::numeric_limits<double>::infinity();
+  if (field == 0) return sign * mantissa * std::ldexp(1.0, f.min_exponent - f.mantissa_bits);
+  return sign * (1.0 + mantissa * std::ldexp(1.0, -f.mantissa_bits)) * std::ldexp(1.0, field - f.bias);
+}
 
 uint16_t float_to_half_bits(float f) {
   uint32_t x = std::bit_cast<uint32_t>(f);
@@ -101,6 +163,7 @@ double round_to(DType t, double x) {
       return std::fmin(c, static_cast<double>(std::numeric_limits<int32_t>::max())) + 0.0;
     }
     case DType::i1: return x != 0 ? 1.0 : 0.0;
+    case DType::f8e4m3: case DType::f8e5m2: return round_fp8(t, x);
     case DType::i8: case DType::i4: {
       if (std::isnan(x)) return 0;
       const double top = t == DType::i8 ? 127 : 7;

@@ -135,6 +135,8 @@ void verify(const Kernel& k) {
     if (is_storage_only(a.type.dtype) && k.kind != KernelKind::Pointwise && !dequantised && !gemm_operand_arg(k, static_cast<int>(i)))
       fail(fmt::format("argument %{} holds {}: only pointwise kernels and dequantised gemm operands read i8 and i4",
                        a.name, a.type.str()));
+    if (is_fp8(a.type.dtype) && k.kind != KernelKind::Pointwise)
+      fail(fmt::format("argument %{} holds {}: only pointwise kernels read and write fp8", a.name, a.type.str()));
     // A gemm's operands span their own [batch..., rows, cols]; verify_gemm checks them.
     if (gemm_operand_arg(k, static_cast<int>(i))) continue;
     // An attention kernel's operands and output span their own spaces; verify_attention checks them.

@@ -105,10 +105,13 @@ TensorType need_annotation(OpKind k, const std::vector<TensorType>& in, const st
 // i8 and i4 hold quantised weights: dequant and cast read them, views move them, and
 // nothing else computes on them.
 void reject_storage_only(OpKind k, const std::vector<TensorType>& in) {
-  for (const auto& t : in)
+  for (const auto& t : in) {
     if (is_storage_only(t.dtype))
       fail(k, in, fmt::format("{} is a storage type for quantised weights: dequant or cast it to a float or i32 first",
                               dtype_name(t.dtype)));
+    if (is_fp8(t.dtype))
+      fail(k, in, fmt::format("{} is an fp8 storage type: cast it to f16, bf16 or f32 first", dtype_name(t.dtype)));
+  }
 }
 
 void check_positive_dims(OpKind k, const std::vector<TensorType>& in) {
@@ -337,8 +340,8 @@ TensorType infer_type(OpKind k, const std::vector<TensorType>& in, const Attrs& 
     }
     case OpCategory::Source: {
       TensorType out = need_annotation(k, in, annotated);
-      if (is_storage_only(out.dtype))
-        fail(k, in, fmt::format("{} cannot produce {}, a storage type for quantised weights", info.name,
+      if (is_storage_only(out.dtype) || is_fp8(out.dtype))
+        fail(k, in, fmt::format("{} cannot produce {}, a storage type; cast to it instead", info.name,
                                 dtype_name(out.dtype)));
       if (k == OpKind::Iota) {
         if (out.dtype != DType::i32 && !is_float(out.dtype))

@@ -59,6 +59,11 @@ std::vector<std::byte> HostTensor::to_bytes() const {
     case DType::i8:
       for_each_index(n, [&](size_t i) { store(p, i, static_cast<int8_t>(round_to(DType::i8, x[i]))); });
       break;
+    case DType::f8e4m3: case DType::f8e5m2: {
+      const DType t = type.dtype;
+      for_each_index(n, [&](size_t i) { store(p, i, fp8_bits(t, round_to(t, x[i]))); });
+      break;
+    }
     case DType::i4:  // byte b holds elements 2b (low nibble) and 2b + 1 (high)
       for_each_index(out.size(), [&](size_t b) {
         auto nibble = [&](size_t i) { return i < n ? static_cast<unsigned>(round_to(DType::i4, x[i])) & 0xfu : 0u; };
@@ -78,6 +83,7 @@ double decode_element(DType t, const void* data, size_t i) {
     case DType::i32: { int32_t n; std::memcpy(&n, p + 4 * i, 4); return n; }
     case DType::i1: return p[i] != std::byte{0} ? 1.0 : 0.0;
     case DType::i8: return static_cast<int8_t>(p[i]);
+    case DType::f8e4m3: case DType::f8e5m2: return fp8_value(t, static_cast<uint8_t>(p[i]));
     case DType::i4: {
       const unsigned nibble = (static_cast<unsigned>(p[i / 2]) >> (4 * (i % 2))) & 0xfu;
       return nibble >= 8 ? static_cast<double>(nibble) - 16 : static_cast<double>(nibble);

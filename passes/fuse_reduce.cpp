@@ -33,9 +33,10 @@ bool is_free_node(const Node& n) {
 }
 
 bool reads_storage_only(const Node& n) {
-  if (is_storage_only(n.result->type.dtype)) return true;
+  auto storage = [](DType t) { return is_storage_only(t) || is_fp8(t); };
+  if (storage(n.result->type.dtype)) return true;
   for (const Value* u : n.operands)
-    if (is_storage_only(u->type.dtype)) return true;
+    if (storage(u->type.dtype)) return true;
   return false;
 }
 

@@ -30,7 +30,7 @@ std::vector<RowGroup> plan_row_groups(const ir::Graph& g, const std::vector<RowG
 
 // Whether a node is free to copy (a constant, iota or view).
 bool is_free_node(const ir::Node& n);
-// Whether a node reads or makes i8 or i4 values, which only pointwise kernels load and
+// Whether a node reads or makes i8, i4 or fp8 values, which only pointwise kernels load and
 // store (row, column, gemm and attention kernels read them once a pointwise kernel has
 // cast them, and leave casts to i8 to a pointwise kernel).
 bool reads_storage_only(const ir::Node& n);

@@ -74,11 +74,16 @@ std::string source_for(DType t) {
     case DType::i1: got = "unsigned char"; break;
     case DType::i8: got = "signed char"; break;
     case DType::i4: got = "unsigned char"; break;  // DeviceReference refuses i4 outputs
+    case DType::f8e4m3: case DType::f8e5m2: got = "unsigned char"; break;
   }
   std::string prefix = fmt::format("#define GOT_T {}\n", got);
   if (t == DType::f16) prefix += "#define DECODE(x) ((double)__half2float(__ushort_as_half(x)))\n";
   else if (t == DType::bf16) prefix += "#define DECODE(x) ((double)__uint_as_float((unsigned)(x) << 16))\n";
   else if (t == DType::i1) prefix += "#define DECODE(x) ((x) != 0 ? 1.0 : 0.0)\n";
+  else if (is_fp8(t))
+    prefix += fmt::format("#include <cuda_fp8.h>\n#define DECODE(x) ((double)__half2float(__half(__nv_cvt_fp8_to_halfraw((x), "
+                          "{}))))\n",
+                          t == DType::f8e4m3 ? "__NV_E4M3" : "__NV_E5M2");
   else prefix += "#define DECODE(x) ((double)(x))\n";
   return prefix + kSource;
 }

@@ -18,7 +18,8 @@ CUtensorMapDataType map_dtype(DType t) {
     case DType::bf16: return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
     case DType::f32: return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
     case DType::i32: return CU_TENSOR_MAP_DATA_TYPE_INT32;
-    case DType::i1: case DType::i8: case DType::i4: return CU_TENSOR_MAP_DATA_TYPE_UINT8;
+    case DType::i1: case DType::i8: case DType::i4: case DType::f8e4m3: case DType::f8e5m2:
+      return CU_TENSOR_MAP_DATA_TYPE_UINT8;
   }
   return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
 }

@@ -79,6 +79,7 @@ std::string_view npy_descr(DType t) {
     case DType::i32: return "<i4";
     case DType::i1: return "|b1";
     case DType::i8: case DType::i4: return "|i1";
+    case DType::f8e4m3: case DType::f8e5m2: return "<f4";
   }
   return "<f4";
 }
@@ -96,7 +97,7 @@ std::string npy_dtype_text(std::string_view descr) {
 
 void write_npy(const std::string& path, const HostTensor& t) {
   HostTensor stored = t;
-  if (t.type.dtype == DType::bf16) stored.type.dtype = DType::f32;
+  if (t.type.dtype == DType::bf16 || is_fp8(t.type.dtype)) stored.type.dtype = DType::f32;  // exact in float32
   if (t.type.dtype == DType::i4) stored.type.dtype = DType::i8;  // one element a byte
   std::string header = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}", npy_descr(t.type.dtype),
                                    shape_text(t.type.shape));
@@ -161,13 +162,14 @@ HostTensor npy_to_tensor(const NpyArray& a, const TensorType& expected, const st
     throw Error(fmt::format("{} ({}): {} is in Fortran order; Kiln reads C order (numpy.ascontiguousarray)", what,
                             expected.str(), source));
   TensorType stored = expected;
-  if (expected.dtype == DType::bf16) stored.dtype = DType::f32;
+  if (expected.dtype == DType::bf16 || is_fp8(expected.dtype)) stored.dtype = DType::f32;
   if (expected.dtype == DType::i4) stored.dtype = DType::i8;
   const auto need = static_cast<size_t>(stored.bytes());
   if (a.data.size() < need)
     throw Error(fmt::format("{}: {} has {} bytes of data; {} needs {}", what, source, a.data.size(), want, need));
   HostTensor t = HostTensor::from_bytes(stored, a.data.data());
-  if (expected.dtype == DType::bf16) return HostTensor(expected, std::move(t.values));  // rounds to bf16
+  if (expected.dtype == DType::bf16 || is_fp8(expected.dtype))
+    return HostTensor(expected, std::move(t.values));  // rounds to the narrow type
   if (expected.dtype == DType::i4) {
     for (size_t i = 0; i < t.values.size(); ++i)
       if (t.values[i] < -8 || t.values[i] > 7)

@@ -2,7 +2,7 @@
 // reads and `kiln run --inputs` reads what numpy.save writes. Written as format 1.0;
 // read in formats 1.0, 2.0 and 3.0, little-endian and C order only. bf16 has no
 // NumPy dtype: it is written as float32 (exactly representable) and read from
-// float32, each value rounded to bf16. i4 has none either: it is written as int8, one
+// float32, each value rounded to bf16; so are f8e4m3 and f8e5m2. i4 has none either: it is written as int8, one
 // element a byte (-8 to 7), and read from int8 in that range.
 #pragma once
 #include <cstddef>

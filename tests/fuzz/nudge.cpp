@@ -15,6 +15,8 @@ int fraction_bits(DType t) {
     case DType::f32: return 23;
     case DType::f16: return 10;
     case DType::bf16: return 7;
+    case DType::f8e4m3: return 3;
+    case DType::f8e5m2: return 2;
     default: return 0;
   }
 }
