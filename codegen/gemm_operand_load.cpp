@@ -213,7 +213,9 @@ std::string OperandLoad::commit(const std::string& in, const std::string& stage,
       default:
         throw Error(fmt::format("kernel @{}: operand {} prologue op %{} cannot be emitted", k_.name, n, id));
     }
-    if (!is_float(p.dtype))
+    // A load or a constant may be an integer or boolean that the next op casts or
+    // selects on (held in the float register exactly: i1 as 0 / 1); ops compute floats.
+    if (!is_float(p.dtype) && p.kind == ir::ScalarKind::Op)
       throw Error(fmt::format("kernel @{}: operand {} prologue op %{} has dtype {}; a prologue computes floats",
                               k_.name, n, id, dtype_name(p.dtype)));
     s += fmt::format("{}p[{}] = {};\n", el, id, value);

@@ -9,7 +9,8 @@ bool dequant_folds_into_matmul(const ir::Graph& g, const ir::Node& dequant) {
   const TensorType& w = dequant.operands[0]->type;
   const DType out = dequant.result->type.dtype;
   const int64_t group = dequant.attrs.get_int("group");
-  if (w.rank() != 2 || (out != DType::f16 && out != DType::bf16)) return false;
+  // K of 1 leaves the weight's layout ambiguous (both strides 1): such a dequant is expanded.
+  if (w.rank() != 2 || w.shape[1] < 2 || (out != DType::f16 && out != DType::bf16)) return false;
   if (group % 8 != 0 && group != w.shape[1]) return false;
   for (const ir::Value* o : g.outputs())
     if (o == dequant.result) return false;

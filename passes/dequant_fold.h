@@ -10,7 +10,7 @@
 namespace kiln::passes {
 
 // Whether `dequant` folds into the gemm kernels of its readers: its operands are
-// graph inputs, the weights a matrix [N, K] (rank 2), the result f16 or bf16, the
+// graph inputs, the weights a matrix [N, K] (rank 2, K >= 2), the result f16 or bf16, the
 // group a multiple of 8 elements or all of K (a gemm loads 8 elements of K at a time),
 // and every reader a matmul that reads it as its second operand with transpose_b.
 bool dequant_folds_into_matmul(const ir::Graph& g, const ir::Node& dequant);

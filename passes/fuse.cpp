@@ -191,7 +191,8 @@ private:
     for (KernelPlan& mine : singles) {
       size_t at = kernels.size();
       for (size_t i = 0; i < kernels.size();) {
-        if (kernels[i].shape == mine.shape && connected(kernels[i], mine)) {
+        if (kernels[i].shape == mine.shape && connected(kernels[i], mine) && !reshapes_a_root(kernels[i], mine) &&
+            !reshapes_a_root(mine, kernels[i])) {
           KernelPlan both = united(kernels[i], mine);
           if (element_wise_ops(both.nodes) <= max_ops_ && !cyclic(both)) {
             mine = std::move(both);
@@ -205,6 +206,21 @@ private:
       kernels.insert(kernels.begin() + static_cast<std::ptrdiff_t>(std::min(at, kernels.size())), std::move(mine));
     }
     return kernels;
+  }
+
+  // Whether `reader` reads a root of `other` through a reshape. United, the root would be
+  // computed inside the kernel and the reshape would have to become index arithmetic,
+  // which it could not (that is why the root is written): the two stay apart.
+  static bool reshapes_a_root(const KernelPlan& reader, const KernelPlan& other) {
+    for (const Node* n : reader.nodes) {
+      if (n->op != ir::OpKind::Reshape) continue;
+      for (const Value* w = n->operands[0];;) {
+        if (std::count(other.roots.begin(), other.roots.end(), w)) return true;
+        if (!w->producer || ir::op_info(w->producer->op).category != ir::OpCategory::View) break;
+        w = w->producer->operands[0];
+      }
+    }
+    return false;
   }
 
   static KernelPlan united(const KernelPlan& a, const KernelPlan& b) {
