@@ -57,13 +57,7 @@ std::string OperandLoad::dequant_setup(const std::string& outer0) const {
                    k_.gemm.k, n);
   s += fmt::format("  const long long {}_group0 = (long long)({}_outer0 + {}_row) * {}ll;  // the row's first group\n",
                    n, n, n, groups);
-  if (uniform_swizzle_) {
-    s += fmt::format("  const unsigned {}_dst = {};\n", n, tile_.offset_code(n + "_row", n + "_chunk"));
-  } else {
-    s += fmt::format("  unsigned {}_dst[{}];\n#pragma unroll\n  for (int i = 0; i < {}; ++i) {}_dst[i] = {};\n", n,
-                     per_thread_, per_thread_, n,
-                     tile_.offset_code(fmt::format("{}_row + i * {}", n, rows_per_pass_), n + "_chunk"));
-  }
+  s += dst_setup();
   const int words = w.type.dtype == DType::i4 ? 1 : 2;
   if (word_loads_) s += fmt::format("  unsigned {}_word[{}][{}];  // the next K step's packed weights\n", n, per_thread_, words);
   else s += fmt::format("  kiln_vec<signed char, 8> {}_elem[{}];  // the next K step's weights\n", n, per_thread_);

@@ -91,6 +91,15 @@ std::string both(const std::string& x, const std::string& y) {
 
 }  // namespace
 
+std::string OperandLoad::dst_setup() const {
+  const std::string n = name();
+  if (uniform_swizzle_)
+    return fmt::format("  const unsigned {}_dst = {};\n", n, tile_.offset_code(n + "_row", n + "_chunk"));
+  return fmt::format("  unsigned {}_dst[{}];\n#pragma unroll\n  for (int i = 0; i < {}; ++i) {}_dst[i] = {};\n", n,
+                     per_thread_, per_thread_, n,
+                     tile_.offset_code(fmt::format("{}_row + i * {}", n, rows_per_pass_), n + "_chunk"));
+}
+
 std::string OperandLoad::setup(const std::string& outer0) const {
   if (dequant_) return dequant_setup(outer0);
   const ir::GemmOperand& op = a_ ? k_.gemm.a : k_.gemm.b;
@@ -108,13 +117,7 @@ std::string OperandLoad::setup(const std::string& outer0) const {
                                                chunk_elems_);
   s += fmt::format("  const {}* {}_src = {} + {} + {};\n", src_type, n, param_,
                    batch_offset_code(k_.gemm.batch, l.batch_strides, "batch"), offset);
-  if (uniform_swizzle_) {
-    s += fmt::format("  const unsigned {}_dst = {};\n", n, tile_.offset_code(n + "_row", n + "_chunk"));
-  } else {
-    s += fmt::format("  unsigned {}_dst[{}];\n#pragma unroll\n  for (int i = 0; i < {}; ++i) {}_dst[i] = {};\n", n,
-                     per_thread_, per_thread_, n,
-                     tile_.offset_code(fmt::format("{}_row + i * {}", n, rows_per_pass_), n + "_chunk"));
-  }
+  s += dst_setup();
   if (!async_)
     s += fmt::format("  kiln_vec<{}, {}> {}_hold[{}];  // the next K step, in flight to registers\n", src_type,
                      chunk_elems_, n, per_thread_);

@@ -63,6 +63,8 @@ private:
   std::string dequant_issue(const std::string& indent, const std::string& k0) const;
   std::string dequant_commit(const std::string& indent, const std::string& stage, const std::string& k0) const;
   std::string dequant_dst() const;
+  // The thread's shared-memory chunk offsets (`a_dst`, or one per chunk where swizzles differ).
+  std::string dst_setup() const;
 
   std::string chunk_guard(const std::string& i) const;
   std::string outer_in(const std::string& i) const;  // the chunk's row / columns inside M or N

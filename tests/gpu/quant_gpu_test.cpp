@@ -11,32 +11,14 @@
 #include "ir/compare.h"
 #include "ir/interpreter.h"
 #include "ir/printer.h"
+#include "../unit/quant_test_graphs.h"
 #include "runtime/program.h"
 
 namespace kiln {
 namespace {
 
-struct Quant {
-  DType weights = DType::i4;
-  DType act = DType::f16;
-  int64_t m = 1, n = 96, k = 256, group = 128;
-  int zeros = 0;  // 0: none, 1: of the scales' type, 2: of the weights' type
-  bool epilogue = true;
-};
-
-kiln::Graph quant_linear(const Quant& q) {
-  kiln::Graph g("q");
-  auto x = g.input("x", q.act, {q.m, q.k});
-  auto w = g.input("w", q.weights, {q.n, q.k});
-  auto s = g.input("s", q.act, {q.n, q.k / q.group});
-  kiln::Tensor wd =
-      q.zeros ? kiln::dequant(w, s, g.input("z", q.zeros == 1 ? q.act : q.weights, {q.n, q.k / q.group}), q.group)
-              : kiln::dequant(w, s, q.group);
-  auto y = kiln::matmul(x, wd, false, true);
-  if (q.epilogue) y = kiln::silu(y + g.input("bias", q.act, {q.n}));
-  g.output(y);
-  return g;
-}
+using test::Quant;
+using test::quant_linear;
 
 // Runs the graph on random inputs (scales near 0.1..1, weights across their range) and
 // compares with the reference; returns the schedule of its gemm kernel (0 without one).

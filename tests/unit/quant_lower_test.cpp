@@ -16,6 +16,7 @@
 #include "ir/tile_config.h"
 #include "passes/lower.h"
 #include "passes/pass_manager.h"
+#include "quant_test_graphs.h"
 #include "runtime/nvrtc.h"
 
 namespace kiln {
@@ -29,28 +30,8 @@ passes::Plan planned(const ir::Graph& graph) {
   return passes::lower(g);
 }
 
-struct Quant {
-  DType weights = DType::i4;
-  DType act = DType::f16;
-  int64_t m = 1, n = 96, k = 256, group = 128;
-  bool zeros = false;
-  DType zero_type = DType::f16;
-  bool epilogue = true;
-};
-
-// y = silu(x @ dequant(w, s[, z])^T + bias), as a decoder's projection.
-kiln::Graph quant_linear(const Quant& q) {
-  kiln::Graph g("q");
-  auto x = g.input("x", q.act, {q.m, q.k});
-  auto w = g.input("w", q.weights, {q.n, q.k});
-  auto s = g.input("s", q.act, {q.n, q.k / q.group});
-  kiln::Tensor wd = q.zeros ? kiln::dequant(w, s, g.input("z", q.zero_type, {q.n, q.k / q.group}), q.group)
-                            : kiln::dequant(w, s, q.group);
-  auto y = kiln::matmul(x, wd, false, true);
-  if (q.epilogue) y = kiln::silu(y + g.input("bias", q.act, {q.n}));
-  g.output(y);
-  return g;
-}
+using test::Quant;
+using test::quant_linear;
 
 TEST(QuantLowering, DequantFoldsIntoTheGemmOperandAndItsEpilogue) {
   const passes::Plan p = planned(quant_linear({}).ir());
@@ -71,7 +52,7 @@ TEST(QuantLowering, DequantFoldsIntoTheGemmOperandAndItsEpilogue) {
 TEST(QuantLowering, LargerBatchesTakeTheMmaScheduleWithTheDequantInTheLoad) {
   Quant q;
   q.m = 100;
-  q.zeros = true;
+  q.zeros = 1;
   const passes::Plan p = planned(quant_linear(q).ir());
   ASSERT_EQ(p.kernels.size(), 1u);
   const ir::Kernel& k = p.kernels[0];
@@ -142,8 +123,7 @@ TEST(QuantCodegen, EveryWeightFormatCompilesWithoutSpillsInItsDefaultConfig) {
           q.m = m;
           q.n = 4096;
           q.k = 4096;
-          q.zeros = zeros > 0;
-          q.zero_type = zeros == 2 ? weights : act;
+          q.zeros = zeros;
           SCOPED_TRACE(fmt::format("{} x {} m {} zeros {}", dtype_name(act), dtype_name(weights), m, zeros));
           const passes::Plan p = planned(quant_linear(q).ir());
           ASSERT_EQ(p.kernels.size(), 1u);
@@ -161,7 +141,7 @@ TEST(QuantCodegen, EveryGemvCandidateIsLegalAndCompiles) {
     q.n = 4096;
     q.k = 4096;
     q.group = group;
-    q.zeros = group == 32;
+    q.zeros = group == 32 ? 1 : 0;
     const ir::Kernel k = planned(quant_linear(q).ir()).kernels.at(0);
     std::vector<ir::TileConfig> all = ir::candidates(k);
     int gemv = 0;
@@ -202,6 +182,7 @@ TEST(QuantCodegen, OddShapesFallBackToLegalKernels) {
   q.k = 72;
   q.group = 8;
   q.m = 3;
+  q.zeros = 0;
   const passes::Plan p = planned(quant_linear(q).ir());
   ASSERT_EQ(p.kernels.size(), 1u);
   EXPECT_EQ(p.kernels[0].config.schedule, ir::kMmaSync);
