@@ -21,6 +21,12 @@ std::string batch_offset_code(const Shape& dims, const std::vector<int64_t>& str
   return s.empty() ? "0ll" : s;
 }
 
+std::string both_conditions(const std::string& x, const std::string& y) {
+  if (x.empty()) return y;
+  if (y.empty()) return x;
+  return x + " && " + y;
+}
+
 std::string zero_storage(DType t) { return std::string(storage_type(t)) + "{}"; }
 
 std::vector<std::string> gemm_pointer_params(const ir::Kernel& k, const std::vector<std::string>& names) {

@@ -16,6 +16,9 @@ namespace kiln::codegen {
 // it does not move with the batch.
 std::string batch_offset_code(const Shape& dims, const std::vector<int64_t>& strides, const std::string& batch);
 
+// Two conditions (code) joined by &&; either may be empty (always true).
+std::string both_conditions(const std::string& x, const std::string& y);
+
 // A value-initialised (all bits zero) element of dtype `t`'s storage type.
 std::string zero_storage(DType t);
 

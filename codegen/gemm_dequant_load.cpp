@@ -8,6 +8,7 @@
 // is stored to the shared tile as 8 f16 / bf16 values.
 #include <fmt/format.h>
 
+#include "codegen/gemm_common.h"
 #include "codegen/gemm_operand_load.h"
 #include "codegen/kernel_params.h"
 #include "codegen/scalar_emit.h"
@@ -16,12 +17,6 @@
 namespace kiln::codegen {
 
 namespace {
-
-std::string both_terms(const std::string& x, const std::string& y) {
-  if (x.empty()) return y;
-  if (y.empty()) return x;
-  return x + " && " + y;
-}
 
 // A signed integer from the low `bits` bits of `x` (an unsigned expression).
 std::string sign_extend(const std::string& x, int bits) {
@@ -76,7 +71,7 @@ std::string OperandLoad::dequant_issue(const std::string& in, const std::string&
                               chunk_guard("i"));
   const std::string body = in + "  ";
   const std::string row_in = outer_in("i");
-  const std::string chunk_in = both_terms(row_in, k_in("i", k0, ""));
+  const std::string chunk_in = both_conditions(row_in, k_in("i", k0, ""));
   s += fmt::format("{}const long long at = {}_elem0 + i * {}ll + {};\n", body, n, row_step, k0);
   s += fmt::format("{}const bool in = {};\n", body, chunk_in.empty() ? "true" : chunk_in);
   if (word_loads_) {
@@ -89,7 +84,7 @@ std::string OperandLoad::dequant_issue(const std::string& in, const std::string&
                        body, param_, n, n);
   } else {
     s += fmt::format("{}#pragma unroll\n{}for (int j = 0; j < 8; ++j)\n", body, body);
-    const std::string elem_in = both_terms(row_in, k_in("i", k0, "j"));
+    const std::string elem_in = both_conditions(row_in, k_in("i", k0, "j"));
     const std::string value = "(signed char)" + element_at(w.type.dtype, param_, "at + j");
     s += fmt::format("{}  {}_elem[i].v[j] = {};\n", body, n,
                      elem_in.empty() ? value : fmt::format("({}) ? {} : (signed char)0", elem_in, value));

@@ -81,16 +81,6 @@ std::string OperandLoad::k_in(const std::string& i, const std::string& k0, const
   return fmt::format("{} + {}_row + {} * {} < k_end", k0, name(), i, rows_per_pass_);
 }
 
-namespace {
-
-std::string both(const std::string& x, const std::string& y) {
-  if (x.empty()) return y;
-  if (y.empty()) return x;
-  return x + " && " + y;
-}
-
-}  // namespace
-
 std::string OperandLoad::dst_setup() const {
   const std::string n = name();
   if (uniform_swizzle_)
@@ -140,7 +130,7 @@ std::string OperandLoad::issue(const std::string& in, const std::string& stage, 
   const std::string body = in + "  ";
   s += fmt::format("{}const {}* src = {};\n", body, src_type, src);
   if (async_) {
-    const std::string inside = both(outer_in("i"), k_in("i", k0, ""));
+    const std::string inside = both_conditions(outer_in("i"), k_in("i", k0, ""));
     if (inside.empty()) {
       s += fmt::format("{}kiln_copy_async16_zfill(smem + {} + {}, src, 16);\n", body, stage, dst);
     } else {
@@ -149,7 +139,7 @@ std::string OperandLoad::issue(const std::string& in, const std::string& stage, 
                        param_);
     }
   } else if (vector_source_) {
-    const std::string inside = both(outer_in("i"), k_in("i", k0, ""));
+    const std::string inside = both_conditions(outer_in("i"), k_in("i", k0, ""));
     const std::string vec = fmt::format("kiln_vec<{}, {}>", src_type, chunk_elems_);
     if (inside.empty())
       s += fmt::format("{}{}_hold[i] = *reinterpret_cast<const {}*>(src);\n", body, n, vec);
@@ -166,7 +156,7 @@ std::string OperandLoad::issue(const std::string& in, const std::string& stage, 
     std::string elem_test = k_contiguous_ ? k_in("i", k0, "j") : "";
     if (!k_contiguous_ && !outer_always_in_)
       elem_test = fmt::format("{}_outer0 + {}_chunk * {} + j < {}", n, n, chunk_elems_, outer_);
-    const std::string inside = both(row_test, elem_test);
+    const std::string inside = both_conditions(row_test, elem_test);
     if (inside.empty())
       s += fmt::format("{}  {}_hold[i].v[j] = src[j];\n", body, n);
     else
@@ -199,9 +189,9 @@ std::string OperandLoad::commit(const std::string& in, const std::string& stage,
   s += fmt::format("{}#pragma unroll\n{}for (int j = 0; j < {}; ++j) {{\n", body, body, chunk_elems_);
   const std::string el = body + "  ";
   std::string inside;
-  if (k_contiguous_) inside = both(outer_in("i"), k_in("i", k0, "j"));
+  if (k_contiguous_) inside = both_conditions(outer_in("i"), k_in("i", k0, "j"));
   else
-    inside = both(k_in("i", k0, ""),
+    inside = both_conditions(k_in("i", k0, ""),
                   outer_always_in_ ? "" : fmt::format("{}_outer0 + {}_chunk * {} + j < {}", n, n, chunk_elems_, outer_));
   s += el + "float p[" + std::to_string(op.prologue.size()) + "];\n";
   for (size_t id = 0; id < op.prologue.size(); ++id) {

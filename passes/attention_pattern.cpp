@@ -82,7 +82,7 @@ bool memory_free(const Value* v, std::set<const Node*>& nodes) {
     if (!n) return false;  // a graph input
     if (!seen.insert(n).second) continue;
     if (!is_source(*n) && !is_view(*n) && !ir::is_elementwise(n->op)) return false;
-    if (reads_storage_only(*n)) return false;
+    if (touches_storage_type(*n)) return false;
     for (const Value* w : n->operands) stack.push_back(w);
   }
   nodes.insert(seen.begin(), seen.end());

@@ -113,7 +113,7 @@ private:
     for (const Node* n : nodes_) {
       if (computed.size() > max_ops) break;  // the rest goes to pointwise kernels
       if (computed.count(n) || !live_.count(n) || taken_.count(n) || !ir::is_elementwise(n->op) ||
-          reads_storage_only(*n))
+          touches_storage_type(*n))
         continue;
       if (n->result->type.shape != shape) continue;
       bool reads_group = false;

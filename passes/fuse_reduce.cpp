@@ -28,11 +28,11 @@ bool is_free_node(const Node& n) {
   // A cast of a graph input costs a kernel nothing beyond the load it needs anyway, so
   // every kernel that reads it recomputes it rather than read a widened copy.
   // Not of i8 / i4 weights: only pointwise kernels (and dequantised gemm operands) read those.
-  const bool cast_of_input = n.op == ir::OpKind::Cast && !n.operands[0]->producer && !reads_storage_only(n);
+  const bool cast_of_input = n.op == ir::OpKind::Cast && !n.operands[0]->producer && !touches_storage_type(n);
   return c == ir::OpCategory::Source || c == ir::OpCategory::View || cast_of_input;
 }
 
-bool reads_storage_only(const Node& n) {
+bool touches_storage_type(const Node& n) {
   auto storage = [](DType t) { return is_storage_only(t) || is_fp8(t); };
   if (storage(n.result->type.dtype)) return true;
   for (const Value* u : n.operands)
@@ -179,7 +179,7 @@ public:
 
 private:
   bool joinable(const Node* n, const Target& t, const std::set<const Node*>& excluded) const {
-    if (excluded.count(n) || taken_.count(n) || reads_storage_only(*n)) return false;
+    if (excluded.count(n) || taken_.count(n) || touches_storage_type(*n)) return false;
     if (is_free_node(*n) || ir::is_elementwise(n->op)) return true;
     return ir::op_info(n->op).category == ir::OpCategory::Reduce && same_reduction(*n, t);
   }

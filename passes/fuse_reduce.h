@@ -33,7 +33,7 @@ bool is_free_node(const ir::Node& n);
 // Whether a node reads or makes i8, i4 or fp8 values, which only pointwise kernels load and
 // store (row, column, gemm and attention kernels read them once a pointwise kernel has
 // cast them, and leave casts to i8 to a pointwise kernel).
-bool reads_storage_only(const ir::Node& n);
+bool touches_storage_type(const ir::Node& n);
 
 // What the groupers (row, column, gemm) share. Whether `v` is computed, through any
 // chain of nodes, from a node of `group`:
