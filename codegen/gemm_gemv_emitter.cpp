@@ -188,21 +188,44 @@ private:
     return fmt::format("{} * {}ll + {} / {}", row, g_.k / dq.group, k, dq.group);
   }
 
-  std::string loads(const std::string& in) const {
-    std::string s;
-    s += fmt::format("{}uint4 w_piece[{}][{}], x_piece0[{}][{}]{};\n", in, unroll_, tiles_, unroll_, pieces_,
-                     two_rows_ ? fmt::format(", x_piece1[{}][{}]", unroll_, pieces_) : "");
+  // The arrays a step holds: the weight pieces and their scales and zero points (named with
+  // `sfx`: "" for the step being multiplied, "_next" for the one being loaded), or the
+  // activation pieces.
+  std::string stream_arrays(const std::string& in, const std::string& sfx) const {
+    std::string s = fmt::format("{}uint4 w_piece{}[{}][{}];\n", in, sfx, unroll_, tiles_);
     if (dequant())
-      s += fmt::format("{}unsigned scale2[{}][{}], zero2[{}][{}]{};\n", in, unroll_, tiles_, unroll_, tiles_,
-                       float_zero() ? fmt::format(", zero2_float[{}][{}]", unroll_, tiles_) : "");
+      s += fmt::format("{}unsigned scale2{}[{}][{}], zero2{}[{}][{}]{};\n", in, sfx, unroll_, tiles_, sfx, unroll_,
+                       tiles_, float_zero() ? fmt::format(", zero2_float{}[{}][{}]", sfx, unroll_, tiles_) : "");
+    return s;
+  }
+
+  // The lane's piece of K at unroll index u of the step at `kc`, and whether it is in K.
+  std::string piece_position(const std::string& b, const std::string& kc) const {
+    return fmt::format("{}const long long k = {} + u * {} + t * {};  // the lane's piece of K\n{}const bool in = k < "
+                       "k_end;\n",
+                       b, kc, 4 * lane_elems_, lane_elems_, b);
+  }
+
+  // The weight pieces of the step at `kc` (zeros past K) with their scales and zero points:
+  // the loads that reach DRAM.
+  std::string stream_loads(const std::string& in, const std::string& kc, const std::string& sfx) const {
+    std::string s = fmt::format("{}#pragma unroll\n{}for (int u = 0; u < {}; ++u) {{\n", in, in, unroll_);
+    const std::string b = in + "  ";
+    s += piece_position(b, kc);
+    for (int j = 0; j < tiles_; ++j)
+      s += fmt::format("{}w_piece{}[u][{}] = in ? kiln_load_stream16({}) : make_uint4(0u, 0u, 0u, 0u);\n", b, sfx, j,
+                       weight_at(fmt::format("w_row{}", j), "k"));
+    if (dequant()) s += scale_loads(b, sfx);
+    return s + in + "}\n";
+  }
+
+  // The activation pieces of the step at kc: a few KB that every block reads, so L1 hits.
+  std::string activation_loads(const std::string& in) const {
+    std::string s = fmt::format("{}uint4 x_piece0[{}][{}]{};\n", in, unroll_, pieces_,
+                                two_rows_ ? fmt::format(", x_piece1[{}][{}]", unroll_, pieces_) : "");
     s += fmt::format("{}#pragma unroll\n{}for (int u = 0; u < {}; ++u) {{\n", in, in, unroll_);
     const std::string b = in + "  ";
-    s += fmt::format("{}const long long k = kc + u * {} + t * {};  // the lane's piece of K\n", b, 4 * lane_elems_,
-                     lane_elems_);
-    s += b + "const bool in = k < k_end;\n";
-    for (int j = 0; j < tiles_; ++j)
-      s += fmt::format("{}w_piece[u][{}] = in ? kiln_load_stream16({}) : make_uint4(0u, 0u, 0u, 0u);\n", b, j,
-                       weight_at(fmt::format("w_row{}", j), "k"));
+    s += piece_position(b, "kc");
     s += fmt::format("{}#pragma unroll\n{}for (int p = 0; p < {}; ++p) {{\n", b, b, pieces_);
     s += fmt::format("{}  x_piece0[u][p] = in && x_in0 ? __ldg(reinterpret_cast<const uint4*>(x_row0 + k + 8 * p)) : "
                      "make_uint4(0u, 0u, 0u, 0u);\n",
@@ -212,32 +235,43 @@ private:
                        "make_uint4(0u, 0u, 0u, 0u);\n",
                        b);
     s += b + "}\n";
-    if (dequant()) s += scale_loads(b);
     return s + in + "}\n";
+  }
+
+  // This step's arrays taken over from the ones loaded during the last step.
+  std::string take_next(const std::string& in) const {
+    std::string s = stream_arrays(in, "");
+    s += fmt::format("{}#pragma unroll\n{}for (int u = 0; u < {}; ++u)\n{}#pragma unroll\n{}  for (int j = 0; j < {}; "
+                     "++j) {{\n",
+                     in, in, unroll_, in, in, tiles_);
+    s += in + "    w_piece[u][j] = w_piece_next[u][j];\n";
+    if (dequant()) s += in + "    scale2[u][j] = scale2_next[u][j]; zero2[u][j] = zero2_next[u][j];\n";
+    if (float_zero()) s += in + "    zero2_float[u][j] = zero2_float_next[u][j];\n";
+    return s + in + "  }\n";
   }
 
   // Each piece's scale (and zero point) as a pair of equal values: as a packed pair, or as
   // fp32 bits on the fp32 path. A zero point of the weights' integer type is folded into
   // the constant that the bit trick subtracts.
-  std::string scale_loads(const std::string& b) const {
+  std::string scale_loads(const std::string& b, const std::string& sfx) const {
     const ir::GemmDequant& dq = g_.b.dequant;
     const ir::KernelArg& sc = k_.args.at(static_cast<size_t>(dq.scale));
     std::string s;
     for (int j = 0; j < tiles_; ++j) {
       const std::string at = group_at(fmt::format("w_row{}", j), "k");
       if (float_path()) {
-        s += fmt::format("{}scale2[u][{}] = __float_as_uint(in ? {} : 0.0f);\n", b, j,
+        s += fmt::format("{}scale2{}[u][{}] = __float_as_uint(in ? {} : 0.0f);\n", b, sfx, j,
                          load_expr(sc.type.dtype, fmt::format("{}[{}]", param(dq.scale), at)));
       } else {
         s += fmt::format("{}{{ const unsigned bits = in ? (unsigned)reinterpret_cast<const unsigned short*>({})[{}] : 0u; "
-                         "scale2[u][{}] = bits | bits << 16; }}\n",
-                         b, param(dq.scale), at, j);
+                         "scale2{}[u][{}] = bits | bits << 16; }}\n",
+                         b, param(dq.scale), at, sfx, j);
       }
-      s += fmt::format("{}zero2[u][{}] = {};\n", b, j, zero_code(at));
+      s += fmt::format("{}zero2{}[u][{}] = {};\n", b, sfx, j, zero_code(at));
       if (float_zero())  // subtracted as its own packed pair after the offset
         s += fmt::format("{}{{ const unsigned bits = in ? (unsigned)reinterpret_cast<const unsigned short*>({})[{}] : 0u; "
-                         "zero2_float[u][{}] = bits | bits << 16; }}\n",
-                         b, param(dq.zero), at, j);
+                         "zero2_float{}[u][{}] = bits | bits << 16; }}\n",
+                         b, param(dq.zero), at, sfx, j);
     }
     return s;
   }
@@ -347,11 +381,19 @@ private:
     return s + in + "}\n";
   }
 
+  // Software-pipelined by one step: the first step's weight pieces and scales are loaded
+  // before the loop, and each step loads the next one's before it multiplies, so that a
+  // warp's DRAM loads stay in flight while it dequantises and multiplies.
   std::string main_loop() const {
+    const int64_t stride = int64_t{c_.bk} * c_.warps_n;
     std::string s = fmt::format("  // The K loop: warp w takes steps w, w + {}, ... of {} elements.\n", c_.warps_n, c_.bk);
-    s += fmt::format("  for (long long kc = k_begin + (long long)warp * {}; kc < k_end; kc += {}) {{\n", c_.bk,
-                     int64_t{c_.bk} * c_.warps_n);
-    s += loads("    ");
+    s += fmt::format("  const long long kc0 = k_begin + (long long)warp * {};\n", c_.bk);
+    s += stream_arrays("  ", "_next");
+    s += stream_loads("  ", "kc0", "_next");
+    s += fmt::format("  for (long long kc = kc0; kc < k_end; kc += {}) {{\n", stride);
+    s += take_next("    ");
+    s += stream_loads("    ", fmt::format("(kc + {})", stride), "_next");
+    s += activation_loads("    ");
     s += fmt::format("#pragma unroll\n    for (int u = 0; u < {}; ++u) {{\n", unroll_);
     s += products("      ");
     s += "    }\n  }\n";

@@ -4,7 +4,8 @@
 // product fragment) and its warps_n warps split K; the grid's y dim splits K further
 // (split_k) when the column tiles alone cannot fill the GPU. Each step, a lane loads bk /
 // (4 * lane elems) 16-byte pieces of each of its weight rows before multiplying any, so
-// that enough loads are in flight to stream the weight at full bandwidth.
+// that enough loads are in flight to stream the weight at full bandwidth, and loads the
+// next step's pieces before it multiplies this step's.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -74,9 +75,11 @@ void validate_gemm_gemv(const Kernel& k, const TileConfig& c) {
   const int lane = gemv_lane_elems(k), unroll = unroll_of(k, c);
   if (c.bk % (4 * lane) != 0 || (unroll != 1 && unroll != 2 && unroll != 4))
     fail(fmt::format("bk must be 1, 2 or 4 times {} (four lanes' 16 bytes of K)", 4 * lane));
-  // Registers: the weight pieces and activations in flight, and the accumulators.
+  // Registers: the weight pieces (and scales) of two steps, the one multiplied and the next
+  // one in flight, this step's activations, and the accumulators.
   const int64_t tiles = c.bn / 8, rows = g.m > 8 ? 2 : 1;
-  const int64_t held = int64_t{unroll} * tiles * 4 + int64_t{unroll} * (lane / 8) * 4 * rows + tiles * 4;
+  const int64_t weights = 2 * int64_t{unroll} * tiles * (4 + (g.b.dequant.active() ? 2 : 0));
+  const int64_t held = weights + int64_t{unroll} * (lane / 8) * 4 * rows + tiles * 4;
   if (held > kMaxHeldRegisters)
     fail(fmt::format("each lane would hold {} registers of weights, activations and accumulators; more than {} spill",
                      held, kMaxHeldRegisters));

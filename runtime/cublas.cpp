@@ -18,6 +18,7 @@ namespace {
 
 using Handle = void*;
 using CreateFn = int (*)(Handle*);
+using SetStreamFn = int (*)(Handle, CUstream);
 // cublasGemmEx(handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb,
 //              beta, C, Ctype, ldc, computeType, algo)
 using GemmExFn = int (*)(Handle, int, int, int, int, int, const void*, const void*, int, int, const void*, int, int,
@@ -34,6 +35,7 @@ constexpr int kDefaultAlgo = -1;  // CUBLAS_GEMM_DEFAULT
 
 struct Library {
   CreateFn create = nullptr;
+  SetStreamFn set_stream = nullptr;
   GemmExFn gemm = nullptr;
   GemmStridedBatchedExFn gemm_batched = nullptr;
   Handle handle = nullptr;
@@ -48,10 +50,11 @@ const Library& library() {
     void* so = open_shared_library({"libcublas.so.13", "libcublas.so.12", "libcublas.so"}, &l.why_not);
     if (!so) return l;
     l.create = reinterpret_cast<CreateFn>(library_symbol(so, "cublasCreate_v2"));
+    l.set_stream = reinterpret_cast<SetStreamFn>(library_symbol(so, "cublasSetStream_v2"));
     l.gemm = reinterpret_cast<GemmExFn>(library_symbol(so, "cublasGemmEx"));
     l.gemm_batched = reinterpret_cast<GemmStridedBatchedExFn>(library_symbol(so, "cublasGemmStridedBatchedEx"));
-    if (!l.create || !l.gemm || !l.gemm_batched) {
-      l.why_not = "cuBLAS lacks cublasCreate_v2, cublasGemmEx or cublasGemmStridedBatchedEx";
+    if (!l.create || !l.set_stream || !l.gemm || !l.gemm_batched) {
+      l.why_not = "cuBLAS lacks cublasCreate_v2, cublasSetStream_v2, cublasGemmEx or cublasGemmStridedBatchedEx";
       return l;
     }
     l.why_not = primary_context_problem();  // the context the handle runs in
@@ -140,7 +143,9 @@ void Cublas::gemm(const GemmProblem& p, CUdeviceptr a, CUdeviceptr b, CUdevicept
   const void* their_a = reinterpret_cast<const void*>(b);  // swapped: see cublas.h
   const void* their_b = reinterpret_cast<const void*>(a);
   void* their_c = reinterpret_cast<void*>(c);
-  int status = 0;
+  // The runtime's launch stream, so that a product captured into a CUDA graph is in it.
+  int status = l.set_stream(handle_, cu::launch_stream(nullptr));
+  if (status != 0) throw Error("cublasSetStream failed: " + cublas_status_text(status));
   const int op_a = p.b_transposed ? kOpT : kOpN;  // cuBLAS's A is our B
   if (p.batch == 1)
     status = l.gemm(handle_, op_a, kOpN, g.m, g.n, g.k, &alpha, their_a, in, g.lda, their_b, in, g.ldb, &beta, their_c,

@@ -226,7 +226,8 @@ void LtMatmul::run(CUdeviceptr a, CUdeviceptr b, CUdeviceptr c, CUdeviceptr bias
   void* d = reinterpret_cast<void*>(c);
   check(l.matmul(l.handle, desc_, &alpha, reinterpret_cast<const void*>(b), layout_a_,
                  reinterpret_cast<const void*>(a), layout_b_, &beta, d, layout_c_, d, layout_c_, algo_,
-                 workspace_used_ > 0 ? reinterpret_cast<void*>(workspace_.ptr()) : nullptr, workspace_used_, nullptr),
+                 workspace_used_ > 0 ? reinterpret_cast<void*>(workspace_.ptr()) : nullptr, workspace_used_,
+                 cu::launch_stream(nullptr)),  // captured into a CUDA graph when timed in one
         fmt::format("cublasLtMatmul({} {})", name, problem_.str()));
 }
 

@@ -32,7 +32,8 @@ bool gpu_available(std::string* why = nullptr);
   X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime_v2)             \
   X(cuEventDestroy_v2) X(cuTensorMapEncodeTiled) X(cuPointerGetAttribute) X(cuStreamCreate)  \
   X(cuStreamDestroy_v2) X(cuStreamBeginCapture_v2) X(cuStreamEndCapture)                       \
-  X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy)
+  X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy)     \
+  X(cuGraphGetNodes)
 
 struct DriverApi {
 #define KILN_DRIVER_MEMBER(symbol) decltype(&::symbol) symbol = nullptr;

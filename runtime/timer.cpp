@@ -94,6 +94,10 @@ float time_in_graph_ms(const std::function<void()>& launch, int warmup, int reps
     throw;
   }
   cu::check(driver().cuStreamEndCapture(g.stream, &g.graph), "cuStreamEndCapture (a launch that cannot be captured?)");
+  // A launch that went to a stream of its own ran outside the graph, which would time nothing.
+  size_t nodes = 0;
+  cu::check(driver().cuGraphGetNodes(g.graph, nullptr, &nodes), "cuGraphGetNodes");
+  if (nodes == 0) throw Error("time_in_graph_ms: the captured launches put no work into the graph (a launch on a stream other than the runtime's launch stream?)");
   cu::check(driver().cuGraphInstantiateWithFlags(&g.exec, g.graph, 0), "cuGraphInstantiate");
   cu::check(driver().cuGraphLaunch(g.exec, g.stream), "cuGraphLaunch");  // the first replay uploads the graph
   std::vector<Event> starts(reps), stops(reps);

@@ -6,6 +6,7 @@
 #include "gemm_check_util.h"
 #include "runtime/cublas.h"
 #include "runtime/cublaslt.h"
+#include "runtime/timer.h"
 
 namespace kiln {
 namespace {
@@ -40,6 +41,25 @@ TEST(CublasGpu, LtEpiloguesMatchTheInterpreter) {
                                      });
       EXPECT_TRUE(c.passed) << c.str() << " (" << lt.config() << ")";
     }
+}
+
+// Timed in a CUDA graph, cuBLAS and cuBLASLt launch on the runtime's launch stream, so
+// the capture holds their kernels (an empty capture is refused rather than timed).
+TEST(CublasGpu, ProductsAreCapturedIntoTheTimingGraph) {
+  KILN_REQUIRE_CUBLAS();
+  const runtime::GemmProblem p{DType::f16, DType::f16, 1, 16, 64, 128};
+  runtime::LtMatmul lt(p, runtime::LtEpilogue::None);
+  Comparison c = run_and_compare(product_graph(DType::f16, 1, 16, 64, 128, runtime::LtEpilogue::None),
+                                 [&](const auto& in, runtime::DeviceBuffer& out) {
+                                   EXPECT_GT(runtime::time_in_graph_ms(
+                                                 [&] { runtime::Cublas::get().gemm(p, in[0].ptr(), in[1].ptr(), out.ptr()); },
+                                                 1, 3, 4),
+                                             0.0f);
+                                   EXPECT_GT(runtime::time_in_graph_ms(
+                                                 [&] { lt.run(in[0].ptr(), in[1].ptr(), out.ptr(), 0); }, 1, 3, 4),
+                                             0.0f);
+                                 });
+  EXPECT_TRUE(c.passed) << c.str();
 }
 
 }  // namespace

@@ -314,6 +314,13 @@ TEST(RuntimeGpu, GraphTimingRunsTheCapturedLaunches) {
               graph * 1e3);
 }
 
+// A launch that puts nothing into the capture (it went to a stream of its own) is an
+// error, not a time of zero.
+TEST(RuntimeGpu, GraphTimingRefusesAnEmptyCapture) {
+  KILN_REQUIRE_GPU();
+  EXPECT_THROW(time_in_graph_ms([] {}, 0, 2, 2), Error);
+}
+
 TEST(RuntimeGpu, CopyBandwidthIsPositive) {
   KILN_REQUIRE_GPU();
   double gbs = measure_copy_bandwidth_gbs();
