@@ -28,7 +28,6 @@
 #include "codegen/kernel_params.h"
 #include "codegen/scalar_emit.h"
 #include "ir/error.h"
-#include "ir/gemv_group_sums.h"
 #include "ir/tile_config.h"
 
 namespace kiln::codegen {
@@ -87,7 +86,6 @@ public:
     unroll_ = c_.bk / (4 * lane_elems_);
     pieces_ = lane_elems_ / 8;  // 16-byte pieces of activations per row and weight piece
     two_rows_ = g_.m > 8;
-    group_sums_ = ir::gemv_sums_groups(k);
     split_ = c_.split_k > 1;
     slice_ = ir::gemm_k_slice(k, c_);
     col_tiles_ = ceil_div(g_.n, c_.bn);
@@ -127,10 +125,7 @@ private:
                        "elements of K{}\n",
                        k_.args[static_cast<size_t>(g_.b.arg)].name, dtype_name(w_), k_.args[static_cast<size_t>(dq.scale)].name,
                        dq.zero >= 0 ? fmt::format(" and zero points %{}", k_.args[static_cast<size_t>(dq.zero)].name) : "",
-                       dq.group,
-                       group_sums_ ? " (biased nibbles multiplied as loaded; each group's fp32 sum offset and scaled once)"
-                       : float_path() ? " (fp32 math, rounded to bf16)"
-                                      : " (packed-pair math)");
+                       dq.group, float_path() ? " (fp32 math, rounded to bf16)" : " (packed-pair math)");
     }
     if (split_)
       s += fmt::format("//   K in {} slices of {}; each column tile's last slice sums the fp32 partials in slice order\n",
@@ -198,9 +193,7 @@ private:
   // activation pieces.
   std::string stream_arrays(const std::string& in, const std::string& sfx) const {
     std::string s = fmt::format("{}uint4 w_piece{}[{}][{}];\n", in, sfx, unroll_, tiles_);
-    if (group_sums_)  // the scales and offsets of the lane's two accumulator columns
-      s += fmt::format("{}float scol{}[{}][{}][2], ocol{}[{}][{}][2];\n", in, sfx, unroll_, tiles_, sfx, unroll_, tiles_);
-    else if (dequant())
+    if (dequant())
       s += fmt::format("{}unsigned scale2{}[{}][{}], zero2{}[{}][{}]{};\n", in, sfx, unroll_, tiles_, sfx, unroll_,
                        tiles_, float_zero() ? fmt::format(", zero2_float{}[{}][{}]", sfx, unroll_, tiles_) : "");
     return s;
@@ -252,11 +245,7 @@ private:
                      "++j) {{\n",
                      in, in, unroll_, in, in, tiles_);
     s += in + "    w_piece[u][j] = w_piece_next[u][j];\n";
-    if (group_sums_)
-      s += in + "    scol[u][j][0] = scol_next[u][j][0]; scol[u][j][1] = scol_next[u][j][1]; ocol[u][j][0] = "
-                "ocol_next[u][j][0]; ocol[u][j][1] = ocol_next[u][j][1];\n";
-    else if (dequant())
-      s += in + "    scale2[u][j] = scale2_next[u][j]; zero2[u][j] = zero2_next[u][j];\n";
+    if (dequant()) s += in + "    scale2[u][j] = scale2_next[u][j]; zero2[u][j] = zero2_next[u][j];\n";
     if (float_zero()) s += in + "    zero2_float[u][j] = zero2_float_next[u][j];\n";
     return s + in + "  }\n";
   }
@@ -268,7 +257,6 @@ private:
     const ir::GemmDequant& dq = g_.b.dequant;
     const ir::KernelArg& sc = k_.args.at(static_cast<size_t>(dq.scale));
     std::string s;
-    if (group_sums_) return column_scale_loads(b, sfx);
     for (int j = 0; j < tiles_; ++j) {
       const std::string at = group_at(fmt::format("w_row{}", j), "k");
       if (float_path()) {
@@ -285,34 +273,6 @@ private:
                          "zero2_float{}[u][{}] = bits | bits << 16; }}\n",
                          b, param(dq.zero), at, sfx, j);
     }
-    return s;
-  }
-
-  // Groups summed: the scale and the offset (the trick's own plus the zero point) of the
-  // lane's two accumulator columns, n0 + 8 j + 2 t and the next, as fp32.
-  std::string column_scale_loads(const std::string& b, const std::string& sfx) const {
-    const ir::GemmDequant& dq = g_.b.dequant;
-    const ir::KernelArg& sc = k_.args.at(static_cast<size_t>(dq.scale));
-    const double offset = bf16_ ? 136 : 1032;
-    std::string s;
-    for (int j = 0; j < tiles_; ++j)
-      for (int c = 0; c < 2; ++c) {
-        const std::string at = group_at(fmt::format("(long long)min(n0 + {} + 2 * t, {})", 8 * j + c, g_.n - 1), "k");
-        s += fmt::format("{}scol{}[u][{}][{}] = in ? {} : 0.0f;\n", b, sfx, j, c,
-                         load_expr(sc.type.dtype, fmt::format("{}[{}]", param(dq.scale), at)));
-        std::string z = "0.0f";
-        if (dq.zero >= 0) {
-          const ir::KernelArg& za = k_.args.at(static_cast<size_t>(dq.zero));
-          if (za.type.dtype == DType::i4)
-            z = fmt::format("(float)kiln_load_i4({}, {})", param(dq.zero), at);
-          else if (za.type.dtype == DType::i8)
-            z = fmt::format("(float){}[{}]", param(dq.zero), at);
-          else
-            z = load_expr(za.type.dtype, fmt::format("{}[{}]", param(dq.zero), at));
-          z = fmt::format("(in ? {} : 0.0f)", z);
-        }
-        s += fmt::format("{}ocol{}[u][{}][{}] = {:.1f}f + {};\n", b, sfx, j, c, offset, z);
-      }
     return s;
   }
 
@@ -341,8 +301,7 @@ private:
   // The float zero point of a piece, subtracted after the offset (packed-pair math).
   bool float_zero() const {
     const ir::GemmDequant& dq = g_.b.dequant;
-    return dq.zero >= 0 && !is_storage_only(k_.args.at(static_cast<size_t>(dq.zero)).type.dtype) && !float_path() &&
-           !group_sums_;
+    return dq.zero >= 0 && !is_storage_only(k_.args.at(static_cast<size_t>(dq.zero)).type.dtype) && !float_path();
   }
 
   // B's pair for element pair `biased` (code: a packed pair of offset values), dequantised.
@@ -357,11 +316,10 @@ private:
   std::string products(const std::string& in) const {
     std::string s;
     const std::string mma = bf16_ ? "kiln_mma_bf16" : "kiln_mma_f16";
-    std::string target = "acc[j]";
     auto product = [&](const std::string& b0, const std::string& b1, const std::string& a0, const std::string& a2,
                        const std::string& a1, const std::string& a3) {
-      return fmt::format("{}  {{ const unsigned a[4] = {{{}, {}, {}, {}}}; {}({}, a, {}, {}); }}\n", in, a0, a1, a2,
-                         a3, mma, target, b0, b1);
+      return fmt::format("{}  {{ const unsigned a[4] = {{{}, {}, {}, {}}}; {}(acc[j], a, {}, {}); }}\n", in, a0, a1, a2,
+                         a3, mma, b0, b1);
     };
     auto x_word = [&](int row, int piece, int word) {
       static const char* kLanes[] = {"x", "y", "z", "w"};
@@ -373,22 +331,7 @@ private:
       return fmt::format("__byte_perm({}, {}, {})", x_word(row, piece, w0), x_word(row, piece, w1), sel);
     };
     static const char* kLanes[] = {"x", "y", "z", "w"};
-    if (group_sums_) {
-      // The activations' sums over this piece (a product with ones), in the accumulators'
-      // layout: the offsets' share of every column's sum.
-      const std::string ones = bf16_ ? "0x3f803f80u" : "0x3c003c00u";
-      s += in + "float xs[4] = {};\n";
-      target = "xs";
-      for (int q = 0; q < 4; ++q) {
-        s += product(ones, ones, perm(0, q, 0, 2, "0x5410"), perm(0, q, 0, 2, "0x7632"), perm(1, q, 0, 2, "0x5410"),
-                     perm(1, q, 0, 2, "0x7632"));
-        s += product(ones, ones, perm(0, q, 1, 3, "0x5410"), perm(0, q, 1, 3, "0x7632"), perm(1, q, 1, 3, "0x5410"),
-                     perm(1, q, 1, 3, "0x7632"));
-      }
-      target = "sum";
-    }
     s += fmt::format("{}#pragma unroll\n{}for (int j = 0; j < {}; ++j) {{\n", in, in, tiles_);
-    if (group_sums_) s += in + "  float sum[4] = {};  // this piece's products of the biased nibbles\n";
     if (float_zero())
       s += fmt::format("{}  const unsigned zf2 = zero2_float[u][j];\n", in);
     if (!dequant()) {
@@ -403,22 +346,15 @@ private:
       for (int q = 0; q < 4; ++q) {
         s += fmt::format("{}  {{ const unsigned word = w_piece[u][j].{} ^ 0x88888888u;  // offset binary: w + 8\n", in,
                          kLanes[q]);
-        for (int i = 0; i < 4; ++i) {
-          const std::string biased = fmt::format("(((word >> {}) & 0x000f000fu) | 0x{:08x}u)", 4 * i, magic);
-          s += fmt::format("{}    const unsigned p{} = {};\n", in, i, group_sums_ ? biased : finish_pair(biased));
-        }
+        for (int i = 0; i < 4; ++i)
+          s += fmt::format("{}    const unsigned p{} = {};\n", in, i,
+                           finish_pair(fmt::format("(((word >> {}) & 0x000f000fu) | 0x{:08x}u)", 4 * i, magic)));
         // Elements (0, 4) and (1, 5) of the word, then (2, 6) and (3, 7); activation piece q.
         s += "  " + product("p0", "p1", perm(0, q, 0, 2, "0x5410"), perm(0, q, 0, 2, "0x7632"), perm(1, q, 0, 2, "0x5410"),
                             perm(1, q, 0, 2, "0x7632"));
         s += "  " + product("p2", "p3", perm(0, q, 1, 3, "0x5410"), perm(0, q, 1, 3, "0x7632"), perm(1, q, 1, 3, "0x5410"),
                             perm(1, q, 1, 3, "0x7632"));
         s += in + "  }\n";
-      }
-      if (group_sums_) {
-        s += in + "  // (sum - offset * activations' sum) * scale, column by column, in fp32.\n";
-        for (int e = 0; e < 4; ++e)
-          s += fmt::format("{}  acc[j][{}] = fmaf(scol[u][j][{}], fmaf(-ocol[u][j][{}], xs[{}], sum[{}]), acc[j][{}]);\n", in,
-                           e, e % 2, e % 2, e, e, e);
       }
     } else {
       // i8: word q holds elements 4q .. 4q + 3; bytes (0, 2) and (1, 3) form the pairs.
@@ -512,7 +448,7 @@ private:
   DType w_ = DType::f16;
   bool bf16_ = false;
   int lane_elems_ = 8, tiles_ = 1, unroll_ = 1, pieces_ = 1;
-  bool two_rows_ = false, split_ = false, group_sums_ = false;
+  bool two_rows_ = false, split_ = false;
   int64_t slice_ = 0, col_tiles_ = 0, padded_n_ = 0;
 };
 

@@ -11,7 +11,6 @@
 #include <algorithm>
 
 #include "ir/error.h"
-#include "ir/gemv_group_sums.h"
 #include "ir/kernel.h"
 #include "ir/tile_config.h"
 
@@ -79,12 +78,7 @@ void validate_gemm_gemv(const Kernel& k, const TileConfig& c) {
   // Registers: the weight pieces (and scales) of two steps, the one multiplied and the next
   // one in flight, this step's activations, and the accumulators.
   const int64_t tiles = c.bn / 8, rows = g.m > 8 ? 2 : 1;
-  // A piece's scale and zero point: one pair of its own row, or (groups summed) two
-  // columns' scales and, with zero points, their offsets and the loads' addresses (ptxas
-  // spilled 32 bytes at 4 + 4 registers a piece with i4 zero points).
-  const bool zeros = g.b.dequant.zero >= 0;
-  const int64_t per_piece = 4 + (gemv_sums_groups(k) ? (zeros ? 6 : 2) : g.b.dequant.active() ? 2 : 0);
-  const int64_t weights = 2 * int64_t{unroll} * tiles * per_piece;
+  const int64_t weights = 2 * int64_t{unroll} * tiles * (4 + (g.b.dequant.active() ? 2 : 0));
   const int64_t held = weights + int64_t{unroll} * (lane / 8) * 4 * rows + tiles * 4;
   if (held > kMaxHeldRegisters)
     fail(fmt::format("each lane would hold {} registers of weights, activations and accumulators; more than {} spill",

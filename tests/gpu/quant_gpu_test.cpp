@@ -43,7 +43,7 @@ TEST(QuantGpu, DecodeRowsOnGemvEveryFormat) {
     for (DType weights : {DType::i4, DType::i8})
       for (int zeros : {0, 1, 2})
         for (int64_t m : {1, 5, 16})
-          for (int64_t group : {64, 128}) {  // i4 groups of 128 sum each group before scaling it
+          for (int64_t group : {64, 128}) {
           Quant q{weights, act, m, 200, 512, group, zeros};
           SCOPED_TRACE(fmt::format("{} {} zeros {} m {} group {}", dtype_name(act), dtype_name(weights), zeros, m, group));
           EXPECT_EQ(expect_matches_reference(quant_linear(q).ir()), ir::kGemv);

@@ -135,27 +135,6 @@ TEST(QuantCodegen, EveryWeightFormatCompilesWithoutSpillsInItsDefaultConfig) {
         }
 }
 
-// i4 groups of 128 or more: the biased nibbles are multiplied as loaded and each group's
-// sum is offset and scaled once; smaller groups (and i8) dequantise every pair.
-TEST(QuantCodegen, WholeGroupsAreScaledOnceOnGemv) {
-  for (int64_t group : {32, 64, 128, 4096})
-    for (DType weights : {DType::i4, DType::i8}) {
-      Quant q;
-      q.weights = weights;
-      q.n = 4096;
-      q.k = 4096;
-      q.group = group;
-      q.zeros = 1;
-      SCOPED_TRACE(fmt::format("{} group {}", dtype_name(weights), group));
-      const ir::Kernel k = planned(quant_linear(q).ir()).kernels.at(0);
-      ASSERT_EQ(k.config.schedule, ir::kGemv);
-      const std::string cuda = codegen::emit_cuda(k);
-      const bool summed = weights == DType::i4 && group >= 128;
-      EXPECT_EQ(contains(cuda, "each group's fp32 sum offset and scaled once"), summed);
-      EXPECT_EQ(contains(cuda, "kiln_mul2_"), !summed);  // f16 activations: packed pairs otherwise
-    }
-}
-
 TEST(QuantCodegen, EveryGemvCandidateIsLegalAndCompiles) {
   for (int64_t group : {32, 4096}) {
     Quant q;
