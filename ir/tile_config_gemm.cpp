@@ -299,6 +299,13 @@ TileConfig gemm_heuristic(const Kernel& k) {
   if (std::optional<TileConfig> hopper = gemm_wgmma_heuristic(k)) return *hopper;
   // Dequantised weights for a few rows: the weight's bytes are the time; gemv streams them.
   if (g.b.dequant.active() && gemm_gemv_applies(k)) return gemm_gemv_heuristic(k);
+  // Dequantised weights for more rows (dequantised in mma_sync's load stage): the tuner's
+  // best at 64 x 8192 x 8192 (i4, groups of 128, bf16; one sweep on the H200, bench/NOTES.md),
+  // 64 x 64 tiles of four warps, 64 elements of K a stage and three stages: 66.7 us
+  // against 77.6 us for the narrow tiles below.
+  if (g.b.dequant.active() && g.m <= 128)
+    return first_legal(k, TileConfig{.schedule = kMmaSync, .bm = 64, .bn = 64, .bk = 64, .warps_m = 2, .warps_n = 2,
+                                     .stages = 3, .group = 8, .split_k = 1});
   // Measured on the H200 (f16, bench/NOTES.md): 128 x 128 tiles of four 64 x 64 warps,
   // 128 bytes of K a stage and three stages (two blocks an SM) are within a few percent
   // of the best config at 4096^3 and 8192^3 and ahead at 32 x 1024^3. Narrow products
