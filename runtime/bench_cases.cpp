@@ -12,6 +12,7 @@
 
 #include "frontend/kiln.h"
 #include "ir/error.h"
+#include "runtime/bench_attention.h"
 
 namespace kiln::runtime {
 
@@ -28,9 +29,12 @@ std::vector<BenchSize> rows_of_2_27(std::initializer_list<int64_t> cols) {
 
 }  // namespace
 
-std::string BenchSize::str() const { return fmt::format("{}", fmt::join(dims(), "x")); }
+std::string BenchSize::str() const {
+  return is_attention() ? attention_size_str(*this) : fmt::format("{}", fmt::join(dims(), "x"));
+}
 
 std::vector<int64_t> BenchSize::dims() const {
+  if (is_attention()) return {batch, heads, kv_heads, rows, kv_len, cols};
   if (!is_gemm()) return {rows, cols};
   if (batch > 0) return {batch, rows, cols, depth};
   return {rows, cols, depth};
@@ -65,6 +69,12 @@ const std::vector<BenchCase>& bench_cases() {
        SizeForm::Gemm},
       {"quant_w8", "y = x @ dequant(w: i8[N,K], s[N,1], group K)^T", {DType::bf16}, {BenchSize::gemm(1, 8192, 8192)},
        SizeForm::Gemm},
+      // One flash kernel each: a decode step against an 8192-token cache, and a 4096-token prompt.
+      {"attention", "o = softmax(q k^T / sqrt(D)) v; q [B,H,Sq,D], k and v [B,KV,Skv,D]", {DType::f16},
+       {BenchSize::attention(8, 32, 32, 1, 8192, 128, false), BenchSize::attention(4, 16, 16, 4096, 4096, 128, false)},
+       SizeForm::Attention},
+      {"attention_causal", "attention with query i seeing keys j <= i", {DType::f16},
+       {BenchSize::attention(4, 16, 16, 4096, 4096, 128, true)}, SizeForm::Attention},
   };
   return cases;
 }
@@ -79,6 +89,8 @@ const BenchCase& find_bench_case(std::string_view name) {
 }
 
 bool BenchCase::takes(const BenchSize& s) const {
+  if (s.is_attention() != (form == SizeForm::Attention)) return false;
+  if (s.is_attention()) return s.causal == (name == "attention_causal");
   if (s.is_gemm() != (form == SizeForm::Gemm)) return false;
   return !is_quant_case(*this) || (s.batch == 0 && s.depth % kQuantGroup == 0);
 }
@@ -88,8 +100,11 @@ void check_size_form(const BenchCase& c, const BenchSize& s) {
   if (is_quant_case(c))
     throw Error(fmt::format("benchmark case {} takes sizes MxNxK with K a multiple of {}, not {}", c.name, kQuantGroup,
                             s.str()));
-  throw Error(fmt::format("benchmark case {} takes sizes {}, not {}", c.name,
-                          c.form == SizeForm::Gemm ? "MxNxK or BxMxNxK" : "RxC", s.str()));
+  const char* form = c.form == SizeForm::Gemm        ? "MxNxK or BxMxNxK"
+                     : c.form == SizeForm::Attention ? (c.name == "attention_causal" ? "BxHxSqxSkvxDc or BxHxSxDc (causal), with gN for N K/V heads"
+                                                                                     : "BxHxSqxSkvxD (not causal), with gN for N K/V heads")
+                                                     : "RxC";
+  throw Error(fmt::format("benchmark case {} takes sizes {}, not {}", c.name, form, s.str()));
 }
 
 namespace {
@@ -138,6 +153,8 @@ ir::Graph bench_graph(const BenchCase& c, DType dtype, const BenchSize& size) {
   kiln::Graph g(fmt::format("{}_{}_{}", c.name, dtype_name(dtype), size.str()));
   if (is_quant_case(c)) {
     build_quant(g, c, dtype, size);
+  } else if (is_attention_case(c)) {
+    build_attention(g, dtype, size);
   } else if (c.form == SizeForm::Gemm) {
     build_gemm(g, c, dtype, size);
   } else if (c.name == "gelu_chain") {
@@ -176,6 +193,7 @@ ir::Graph bench_graph(const BenchCase& c, DType dtype, const BenchSize& size) {
 
 int64_t bench_bytes(const BenchCase& c, DType dtype, const BenchSize& size) {
   check_size_form(c, size);
+  if (is_attention_case(c)) return attention_bench_bytes(dtype, size);
   if (is_quant_case(c)) {  // the activations, the packed weights, their scales, the output
     const int64_t m = size.rows, n = size.cols, k = size.depth, es = dtype_bytes(dtype);
     const bool w4 = c.name == "quant_w4g128";
@@ -201,14 +219,12 @@ int64_t bench_bytes(const BenchCase& c, DType dtype, const BenchSize& size) {
 
 int64_t bench_flops(const BenchCase& c, DType, const BenchSize& size) {
   check_size_form(c, size);
+  if (is_attention_case(c)) return attention_bench_flops(size);
   if (c.form != SizeForm::Gemm) return 0;
   return 2 * size.batches() * size.rows * size.cols * size.depth;
 }
 
-namespace {
-
-// "4096x512x8" -> {4096, 512, 8}; nullopt unless every part is a positive integer.
-std::optional<std::vector<int64_t>> parse_dims(std::string_view item) {
+std::optional<std::vector<int64_t>> parse_size_dims(std::string_view item) {
   std::vector<int64_t> dims;
   size_t start = 0;
   while (true) {
@@ -224,8 +240,6 @@ std::optional<std::vector<int64_t>> parse_dims(std::string_view item) {
   }
 }
 
-}  // namespace
-
 std::vector<BenchSize> parse_bench_sizes(std::string_view text) {
   std::vector<BenchSize> sizes;
   size_t start = 0;
@@ -233,10 +247,16 @@ std::vector<BenchSize> parse_bench_sizes(std::string_view text) {
     size_t comma = text.find(',', start);
     if (comma == std::string_view::npos) comma = text.size();
     std::string_view item = text.substr(start, comma - start);
-    const std::optional<std::vector<int64_t>> d = parse_dims(item);
+    if (std::optional<BenchSize> a = parse_attention_size(item)) {
+      sizes.push_back(*a);
+      start = comma + 1;
+      continue;
+    }
+    const std::optional<std::vector<int64_t>> d = parse_size_dims(item);
     if (!d || d->size() < 2 || d->size() > 4)
-      throw Error(fmt::format("bad size '{}' in '{}': expected RxC, MxNxK or BxMxNxK with positive integers", item,
-                              text));
+      throw Error(fmt::format("bad size '{}' in '{}': expected RxC, MxNxK, BxMxNxK or an attention size "
+                              "BxHxSqxSkvxD[c][gN] (BxHxSxD with c or gN) with positive integers",
+                              item, text));
     const std::vector<int64_t>& v = *d;
     if (v.size() == 2) sizes.push_back({v[0], v[1]});
     else if (v.size() == 3) sizes.push_back(BenchSize::gemm(v[0], v[1], v[2]));

@@ -5,6 +5,7 @@
 // defines the same cases for the peer frameworks; the two lists must stay in step.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,25 +21,34 @@ inline constexpr int64_t kReduceBenchBatch = 8;
 // The group of quant_w4g128's int4 weights: one scale per 128 elements of K.
 inline constexpr int64_t kQuantGroup = 128;
 
-// A size in one of three forms: RxC (rows, cols), MxNxK (rows = M, cols = N,
-// depth = K) and BxMxNxK (with batch = B). depth and batch are 0 where the form has none.
+// A size in one of four forms: RxC (rows, cols), MxNxK (rows = M, cols = N,
+// depth = K), BxMxNxK (with batch = B) and an attention size (runtime/bench_attention.h:
+// batch = B, heads = H, kv_heads = KV, rows = Sq, kv_len = Skv, cols = D). depth, batch
+// and the attention fields are 0 where the form has none.
 struct BenchSize {
   int64_t rows = 1, cols = 1;
   int64_t depth = 0;  // K of a GEMM size
-  int64_t batch = 0;  // B of a batched GEMM size
+  int64_t batch = 0;  // B of a batched GEMM or an attention size
+  int64_t heads = 0, kv_heads = 0, kv_len = 0;  // an attention size's
+  bool causal = false;
   static BenchSize gemm(int64_t m, int64_t n, int64_t k) { return {m, n, k, 0}; }
   static BenchSize batched_gemm(int64_t b, int64_t m, int64_t n, int64_t k) { return {m, n, k, b}; }
+  static BenchSize attention(int64_t b, int64_t h, int64_t kv, int64_t sq, int64_t skv, int64_t d, bool causal) {
+    return {sq, d, 0, b, h, kv, skv, causal};
+  }
   bool is_gemm() const { return depth > 0; }
+  bool is_attention() const { return heads > 0; }
   // The batch count of a GEMM size: 1 when the form has none.
   int64_t batches() const { return batch > 0 ? batch : 1; }
-  std::string str() const;  // "8192x8192", "4096x4096x4096", "32x1024x1024x1024"
-  // The dims in the order str() prints them (the shape of a bench report row).
+  std::string str() const;  // "8192x8192", "4096x4096x4096", "32x1024x1024x1024", "4x16x4096x128c"
+  // The dims of a bench report row: as str() prints them; [B, H, KV, Sq, Skv, D] for
+  // attention, as bench/peers.py's attention rows.
   std::vector<int64_t> dims() const;
   bool operator==(const BenchSize&) const = default;
 };
 
 // Which sizes a case takes.
-enum class SizeForm { Matrix, Gemm };  // RxC; MxNxK or BxMxNxK
+enum class SizeForm { Matrix, Gemm, Attention };  // RxC; MxNxK or BxMxNxK; BxHxSqxSkvxD[c][gN]
 
 struct BenchCase {
   std::string name;           // "softmax"
@@ -69,7 +79,10 @@ ir::Graph bench_graph(const BenchCase& c, DType dtype, const BenchSize& size);
 int64_t bench_bytes(const BenchCase& c, DType dtype, const BenchSize& size);
 int64_t bench_flops(const BenchCase& c, DType dtype, const BenchSize& size);
 
-// "RxC,MxNxK,BxMxNxK,..." -> sizes; throws kiln::Error on a malformed or non-positive
+// "4096x512x8" -> {4096, 512, 8}; nullopt unless every part is a positive integer.
+std::optional<std::vector<int64_t>> parse_size_dims(std::string_view item);
+
+// "RxC,MxNxK,BxMxNxK,BxHxSqxSkvxD,BxHxSxDc,..." -> sizes; throws kiln::Error on a malformed or non-positive
 // entry. Which case takes which form is BenchCase::takes.
 std::vector<BenchSize> parse_bench_sizes(std::string_view text);
 

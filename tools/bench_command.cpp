@@ -518,7 +518,8 @@ Command add_bench_command(CLI::App& kiln) {
   app->add_option("cases", args->cases, "cases to run (default: all): " + names);
   app->add_option("--sizes", args->sizes,
                   "sizes instead of each case's defaults: RxC for the memory-bound cases, MxNxK or BxMxNxK for "
-                  "the GEMM cases (with no case named, each size runs in the cases that take its form)");
+                  "the GEMM cases, BxHxSqxSkvxD (or BxHxSxD) with c for causal and gN for N K/V heads for attention "
+                  "(with no case named, each size runs in the cases that take its form)");
   app->add_option("--csv", args->csv, "also write the rows to this CSV file");
   app->add_option("--json", args->json, "also write the report (rows, device, date, copy bandwidth) as JSON");
   app->add_option("--peers", args->peers, "merge a peers JSON report (bench/peers.py) into the table");

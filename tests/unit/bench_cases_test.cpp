@@ -30,12 +30,15 @@ TEST(BenchCases, ListsTheCasesInOrder) {
   for (const auto& c : runtime::bench_cases()) names.push_back(c.name);
   EXPECT_EQ(names, (std::vector<std::string>{"gelu_chain", "softmax", "add_rmsnorm", "layer_norm", "row_sum",
                                              "col_sum", "middle_axis_sum", "multi_axis_sum", "gemm", "gemm_batched",
-                                             "gemm_bias_gelu", "quant_w4g128", "quant_w8"}));
+                                             "gemm_bias_gelu", "quant_w4g128", "quant_w8", "attention",
+                                             "attention_causal"}));
 }
 
 // A small size of the form the case takes.
 BenchSize small_size(const runtime::BenchCase& c) {
   if (runtime::is_quant_case(c)) return BenchSize::gemm(6, 40, 256);  // K in groups of 128, even for i4
+  if (c.form == runtime::SizeForm::Attention)  // grouped: 4 query heads over 2 K/V heads
+    return BenchSize::attention(2, 4, 2, 7, 33, 64, c.name == "attention_causal");
   return c.form == runtime::SizeForm::Gemm ? BenchSize::gemm(6, 40, 9) : BenchSize{6, 40};
 }
 
@@ -49,6 +52,32 @@ TEST(BenchCases, EveryDefaultGraphVerifies) {
         EXPECT_NO_THROW(ir::verify(g));
         EXPECT_FALSE(g.outputs().empty());
       }
+}
+
+// Attention sizes read as bench/peers.py's: BxHxSqxSkvxD, or BxHxSxD with c (causal) or gN
+// (N K/V heads); a plain BxMxNxK stays a batched GEMM. Rows carry [B, H, KV, Sq, Skv, D].
+TEST(BenchCases, AttentionSizesParseAsThePeersWrite) {
+  const std::vector<BenchSize> s = runtime::parse_bench_sizes("8x32x1x8192x128,4x16x4096x128c,8x32x1x8192x128g8,4x16x4096x128");
+  ASSERT_EQ(s.size(), 4u);
+  EXPECT_EQ(s[0], BenchSize::attention(8, 32, 32, 1, 8192, 128, false));
+  EXPECT_EQ(s[1], BenchSize::attention(4, 16, 16, 4096, 4096, 128, true));
+  EXPECT_EQ(s[2], BenchSize::attention(8, 32, 8, 1, 8192, 128, false));
+  EXPECT_EQ(s[3], BenchSize::batched_gemm(4, 16, 4096, 128));
+  EXPECT_EQ(s[1].str(), "4x16x4096x128c");
+  EXPECT_EQ(s[2].str(), "8x32x1x8192x128g8");
+  EXPECT_EQ(s[2].dims(), (std::vector<int64_t>{8, 32, 8, 1, 8192, 128}));
+  EXPECT_TRUE(named("attention").takes(s[0]));
+  EXPECT_FALSE(named("attention").takes(s[1]));
+  EXPECT_TRUE(named("attention_causal").takes(s[1]));
+  EXPECT_FALSE(named("attention").takes(s[3]));
+  EXPECT_THROW(runtime::check_size_form(named("attention"), s[1]), Error);
+  EXPECT_THROW(runtime::parse_bench_sizes("4x16x4096x128gx"), Error);
+  // Causal counts half the flops; bytes are q, k, v and the output once each.
+  EXPECT_EQ(runtime::bench_flops(named("attention_causal"), DType::f16, s[1]), 4ll * 4 * 16 * 4096 * 4096 * 128 / 2);
+  EXPECT_EQ(runtime::bench_bytes(named("attention"), DType::f16, s[2]), (2ll * 8 * 32 * 128 + 2ll * 8 * 8 * 8192 * 128) * 2);
+  const ir::Graph g = runtime::bench_graph(named("attention"), DType::f16, s[2]);
+  EXPECT_EQ(g.inputs()[0]->type.shape, (Shape{8, 8, 4, 1, 128}));  // q grouped over the K/V heads
+  EXPECT_EQ(g.inputs()[1]->type.shape, (Shape{8, 8, 1, 8192, 128}));
 }
 
 TEST(BenchCases, RowWiseDefaultsHold2To27Elements) {
@@ -113,9 +142,10 @@ TEST(BenchCases, BytesCountEachTensorOnce) {
 TEST(BenchCases, BytesMatchTheGraphsInputsAndOutputs) {
   // An independent count: the graph's own inputs and outputs, each once.
   for (const auto& c : runtime::bench_cases())
-    for (BenchSize s : {small_size(c), runtime::is_quant_case(c)          ? BenchSize::gemm(3, 7, 128)
-                                       : c.form == runtime::SizeForm::Gemm ? BenchSize::batched_gemm(3, 6, 40, 9)
-                                                                           : BenchSize{7, 3}}) {
+    for (BenchSize s : {small_size(c), runtime::is_quant_case(c)               ? BenchSize::gemm(3, 7, 128)
+                                       : c.form == runtime::SizeForm::Gemm      ? BenchSize::batched_gemm(3, 6, 40, 9)
+                                       : c.form == runtime::SizeForm::Attention ? BenchSize::attention(1, 3, 3, 5, 5, 32, c.name == "attention_causal")
+                                                                                : BenchSize{7, 3}}) {
       ir::Graph g = runtime::bench_graph(c, c.dtypes[0], s);
       int64_t bytes = 0;
       for (const TensorType& t : input_types(g)) bytes += t.bytes();
@@ -250,7 +280,7 @@ TEST(BenchCases, SizesPrintBackInTheirOwnForm) {
 }
 
 TEST(BenchCases, RejectsMalformedSizes) {
-  for (const char* bad : {"", "8192", "8x", "x8", "0x5", "4x-2", "4x5,", "4x5y", "4 x5", "4x5x", "4xx5", "1x2x3x4x5",
+  for (const char* bad : {"", "8192", "8x", "x8", "0x5", "4x-2", "4x5,", "4x5y", "4 x5", "4x5x", "4xx5", "1x2x3x4x5x6",
                           "4x0x5", "4x5x+6", "0x4x5x6"})
     EXPECT_THROW(runtime::parse_bench_sizes(bad), Error) << "'" << bad << "'";
 }
@@ -260,7 +290,7 @@ TEST(BenchCases, AMalformedSizeSaysWhatIsExpected) {
     runtime::parse_bench_sizes("64x64,4x5x");
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("bad size '4x5x' in '64x64,4x5x': expected RxC, MxNxK or BxMxNxK"),
+    EXPECT_NE(std::string(e.what()).find("bad size '4x5x' in '64x64,4x5x': expected RxC, MxNxK, BxMxNxK or an attention size"),
               std::string::npos)
         << e.what();
   }
