@@ -10,6 +10,9 @@
 #include "ir/compare.h"
 #include "ir/interpreter.h"
 #include "ir/parser.h"
+#include "ir/printer.h"
+#include "tests/fuzz/nudge.h"
+#include "tests/fuzz/random_graph.h"
 #include "tests/fuzz/judge.h"
 #include "tests/fuzz/magnitude.h"
 
@@ -130,6 +133,24 @@ TEST(Magnitude, NearZeroIsWithinOneFp32UnitOfIt) {
   EXPECT_FALSE(fuzz::near_zero(-1e-5, &m, 0));
   EXPECT_TRUE(fuzz::near_zero(-0.0, nullptr, 0));  // a zero's sign hangs on roundings anywhere
   EXPECT_FALSE(fuzz::near_zero(1e-30, nullptr, 0));
+}
+
+TEST(Magnitude, RandomGraphsGiveAMagnitudeOfEachValuesShapeAndNudge) {
+  int with_magnitude = 0;
+  for (uint64_t seed = 1; seed <= 200; ++seed) {
+    fuzz::Decisions d = fuzz::Decisions::from_seed(seed);
+    const ir::Graph g = fuzz::random_graph(d);
+    const std::vector<HostTensor> inputs = ir::random_inputs(g, seed);
+    fuzz::Intermediates at;
+    ASSERT_NO_THROW(at = fuzz::evaluate_intermediates(g, inputs)) << ir::print(g);
+    for (const auto& [v, m] : at.magnitudes) EXPECT_EQ(m.type.shape, v->type.shape) << seed;
+    with_magnitude += !at.magnitudes.empty();
+    const fuzz::Nudged n = fuzz::nudged(g, seed, &at);
+    std::vector<HostTensor> all = inputs;
+    all.insert(all.end(), n.factors.begin(), n.factors.end());
+    EXPECT_NO_THROW(ir::evaluate(n.graph, all)) << ir::print(g);
+  }
+  EXPECT_GT(with_magnitude, 50);
 }
 
 }  // namespace
