@@ -74,7 +74,12 @@ std::vector<double> softmax_values(const HostTensor& x, int axis, bool log) {
     for (int64_t l = 0; l < av.len; ++l)
       for (int64_t i = i0; i < i1; ++i) {
         const int64_t at = l * av.inner + i;
-        dst[at] = log ? in[at] - mx[i - i0] - std::log(sum[i - i0]) : dst[at] / sum[i - i0];
+        // log_softmax is x - logsumexp(x) and softmax exp(x - logsumexp(x)), as compiled
+        // (passes/online_softmax.cpp); an infinite max is logsumexp's answer itself (an
+        // all -inf row, or a +inf beside finite values, which come out -inf and 0).
+        const double shifted = in[at] - mx[i - i0];
+        if (std::isinf(mx[i - i0])) dst[at] = log ? shifted : std::exp(shifted);
+        else dst[at] = log ? shifted - std::log(sum[i - i0]) : dst[at] / sum[i - i0];
       }
   });
   return out;

@@ -71,11 +71,14 @@ GemmLayout gemm_layout(const Kernel& k, bool operand_a) {
   l.outer = outer;
   l.batch_strides.assign(st.begin(), st.end() - 2);
   // A dim of size 1 has stride 0 and no say: the other dim decides, and a row stride
-  // of 0 is replaced by the extent it would have (any value reads the same elements).
+  // of 0 along a single row is replaced by the extent it would have (any value reads
+  // the same elements). A broadcast dim of more rows keeps its stride of 0: each of its
+  // rows reads the same elements, which a stride of the row's extent would walk past.
   if (k.gemm.k == 1) l.k_contiguous = other_stride != 1;
   else l.k_contiguous = k_stride == 1;
   const int64_t row_stride = l.k_contiguous ? other_stride : k_stride;
-  l.ld = row_stride != 0 ? row_stride : (l.k_contiguous ? k.gemm.k : outer);
+  const int64_t rows = l.k_contiguous ? outer : k.gemm.k;
+  l.ld = row_stride != 0 || rows != 1 ? row_stride : (l.k_contiguous ? k.gemm.k : outer);
   return l;
 }
 

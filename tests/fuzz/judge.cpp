@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 
 #include "ir/compare.h"
 #include "ir/interpreter.h"
 #include "ir/printer.h"
+#include "tests/fuzz/magnitude.h"
 #include "tests/fuzz/nudge.h"
 #include "tests/fuzz/wide_reference.h"
 
@@ -22,6 +24,22 @@ HostTensor kept(const HostTensor& t, const std::vector<bool>& keep) {
     if (keep[e]) out.values.push_back(t.values[e]);
   out.type.shape = {static_cast<int64_t>(out.values.size())};
   return out;
+}
+
+// The elements of `got` that the absolute floor does not settle: those not within
+// `floor` of `want` (magnitude.h), or not finite in both.
+std::vector<bool> past_floor(const HostTensor& got, const HostTensor& want, const std::vector<double>& floor) {
+  std::vector<bool> past(want.values.size(), true);
+  for (size_t e = 0; e < past.size(); ++e) {
+    const double g = got.values[e], w = want.values[e];
+    past[e] = !(std::isfinite(g) && std::isfinite(w) && std::fabs(g - w) <= floor[e]);
+  }
+  return past;
+}
+
+std::vector<bool> both(std::vector<bool> a, const std::vector<bool>& b) {
+  for (size_t e = 0; e < a.size(); ++e) a[e] = a[e] && b[e];
+  return a;
 }
 
 // Worse verdicts win: a mismatch anywhere fails the graph.
@@ -45,7 +63,7 @@ public:
 
   // Whether output `i` of the GPU, `got`, follows the wide reference where the per-op
   // one went astray; `why` says how the comparisons went.
-  bool explains(size_t i, const HostTensor& got, std::string& why) {
+  bool explains(size_t i, const HostTensor& got, const std::vector<double>& floor, std::string& why) {
     if (wide_.widened == 0) {
       why = "no f16 / bf16 intermediate to hold in fp32: the wide reference is the per-op one";
       return false;
@@ -56,13 +74,14 @@ public:
                         "one ({})", apart.str());
       return false;
     }
-    const Comparison whole = compare(got, values_[i], bounds_[i]);
+    const std::vector<bool> past = past_floor(got, values_[i], floor);
+    const Comparison whole = compare(kept(got, past), kept(values_[i], past), bounds_[i]);
     why = fmt::format("against the wide reference (f16 / bf16 intermediates in fp32; it differs from the per-op "
                       "one by {}): {}",
                       apart.str(), whole.str());
     if (whole.passed) return true;
     if (!stable_) stable_ = stable_elements(wide_.graph, inputs_, values_, bounds_);
-    const std::vector<bool>& keep = (*stable_)[i];
+    const std::vector<bool> keep = both((*stable_)[i], past);
     const Comparison steady = compare(kept(got, keep), kept(values_[i], keep), bounds_[i]);
     why += fmt::format("; on the {} elements that its nudges leave in place: {}",
                        std::count(keep.begin(), keep.end(), true), steady.str());
@@ -85,25 +104,37 @@ Verdict judge_outputs(const ir::Graph& g, const std::vector<HostTensor>& inputs,
                       const std::vector<double>& bounds) {
   const auto names = ir::value_names(g);
   std::optional<std::vector<std::vector<bool>>> stable;  // computed at the first failed comparison
+  std::optional<std::vector<std::vector<double>>> floors;  // at the same time
   std::optional<WideOpinion> wide;                       // at the first one nudges do not excuse
   Verdict v;
   for (size_t i = 0; i < outputs.size(); ++i) {
     const ir::Value& out = *g.outputs()[i];
-    const Comparison c = compare(outputs[i], reference[i], bounds[i]);
+    const Comparison plain = compare(outputs[i], reference[i], bounds[i]);
+    if (plain.passed) continue;
+    if (!stable) {
+      stable = stable_elements(g, inputs, reference, bounds);
+      floors = absolute_floors(g, evaluate_intermediates(g, inputs), bounds);
+    }
+    // Elements tiny next to what their op consumed are checked absolutely, and pass
+    // within their floor; the comparison is on the others.
+    const std::vector<bool> past = past_floor(outputs[i], reference[i], (*floors)[i]);
+    const auto floored = std::count(past.begin(), past.end(), false);
+    const Comparison c = compare(kept(outputs[i], past), kept(reference[i], past), bounds[i]);
     if (c.passed) continue;
-    if (!stable) stable = stable_elements(g, inputs, reference, bounds);
-    const std::vector<bool>& keep = (*stable)[i];
+    const std::vector<bool> keep = both((*stable)[i], past);
     const Comparison steady = compare(kept(outputs[i], keep), kept(reference[i], keep), bounds[i]);
     const auto left = std::count(keep.begin(), keep.end(), true);
-    v.detail += fmt::format("output {} %{} {}: {}; on the {} elements that one-ulp nudges of the intermediates "
-                            "leave in place ({} move): {}",
-                            i, names.at(out.id), out.type.str(), c.str(), left,
-                            static_cast<int64_t>(keep.size()) - left, steady.str());
+    v.detail += fmt::format("output {} %{} {}: {}", i, names.at(out.id), out.type.str(), plain.str());
+    if (floored > 0)
+      v.detail += fmt::format("; on the {} elements past the absolute floor of their op's magnitude: {}",
+                              std::count(past.begin(), past.end(), true), c.str());
+    v.detail += fmt::format("; on the {} elements that one-ulp nudges of the intermediates leave in place ({} move): {}",
+                            left, std::count(past.begin(), past.end(), true) - left, steady.str());
     Verdict::Kind kind = Verdict::Kind::Unstable;
     if (!steady.passed) {
       if (!wide) wide.emplace(g, inputs, reference, bounds);
       std::string why;
-      kind = wide->explains(i, outputs[i], why) ? Verdict::Kind::WideIntermediate : Verdict::Kind::Mismatch;
+      kind = wide->explains(i, outputs[i], (*floors)[i], why) ? Verdict::Kind::WideIntermediate : Verdict::Kind::Mismatch;
       v.detail += "; " + why;
     }
     v.detail += "\n";

@@ -1,6 +1,8 @@
 // kiln-difftest's verdict on a graph's outputs, given the outputs of the GPU run and
 // the reference interpreter's (no GPU needed here, so tests can feed made-up outputs).
-// An output passes within its bound; failing that, on the elements that one-ulp nudges
+// An output passes within its bound, where elements tiny next to the values their op
+// consumed (a cancellation, gelu of a negative number: magnitude.h) are checked
+// absolutely against a floor of that magnitude; failing that, on the elements that one-ulp nudges
 // of the intermediates leave in place ("unstable", nudge.h); failing that, against the
 // wide reference ("wide intermediate", wide_reference.h) when the per-op reference
 // itself is past the bound from the wide one (an f16 / bf16 intermediate overflowed

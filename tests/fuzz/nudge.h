@@ -15,19 +15,25 @@
 
 namespace kiln::fuzz {
 
+struct Intermediates;
+
 // `g` with each computed float value v (not inputs, constants, iotas or views) replaced
 // by v * n, n an extra input of v's type whose elements are 1 + s * 2^-f (f the dtype's
 // fraction bits, exact in it), the sign s drawn per element from `seed`: a mean of values
-// of both signs moves too, as it would under independent roundings.
+// of both signs moves too, as it would under independent roundings. Given the reference's
+// intermediates `at`, a value whose op has a magnitude (magnitude.h) also moves by one
+// fp32 unit of it either way (an extra input added), and an element that is zero or near
+// zero is replaced by +0, -0 or that unit either way (extra inputs: a mask and the
+// values), as its sign and whether it is zero at all hang on roundings.
 struct Nudged {
-  ir::Graph graph;                  // g's inputs, then one input per nudged value
+  ir::Graph graph;                  // g's inputs, then the extra inputs of the nudges
   std::vector<HostTensor> factors;  // the values of those extra inputs
 };
-Nudged nudged(const ir::Graph& g, uint64_t seed);
+Nudged nudged(const ir::Graph& g, uint64_t seed, const Intermediates* at = nullptr);
 
 // stable[i][e]: whether element e of output i stays within `bounds[i]` (relative to the
-// output's RMS, the same class of NaN / Inf, the same integer or boolean) under each of
-// `tries` nudges.
+// output's RMS, plus its absolute floor: magnitude.h), in the same class of NaN / Inf,
+// the same integer or boolean, under each of `tries` nudges (with the near-zero ones).
 std::vector<std::vector<bool>> stable_elements(const ir::Graph& g, const std::vector<HostTensor>& inputs,
                                                const std::vector<HostTensor>& reference,
                                                const std::vector<double>& bounds, int tries = 3);

@@ -45,6 +45,20 @@ void expect_matches_reference(const kiln::Graph& graph, uint64_t seed = 7, bool 
   EXPECT_TRUE(c.passed) << c.str() << "\n" << ir::print(p.plan().kernels.at(0));
 }
 
+// Found by kiln-difftest: an f32 attention of head dim 1 runs as two gemms, and its
+// query broadcast from one value to every row was read past its end (gemm_layout).
+TEST(AttentionGpu, AQueryBroadcastToEveryRowAtHeadDimOne) {
+  KILN_REQUIRE_GPU();
+  for (bool causal : {false, true}) {
+    kiln::Graph g("broadcast_query");
+    auto q = g.input("q", DType::f32, {1});
+    auto k = g.input("k", DType::f32, {1, 5, 1});
+    auto v = g.input("v", DType::f32, {1, 5, 3});
+    g.output(kiln::attention(kiln::broadcast_to(q, {1, 5, 1}), k, v, 0.125, causal));
+    expect_matches_reference(g, 7, false);
+  }
+}
+
 TEST(AttentionGpu, OddLengthsBothHeadDimsCausalOrNot) {
   KILN_REQUIRE_GPU();
   for (DType dt : {DType::f16, DType::bf16})

@@ -181,6 +181,35 @@ TEST(GemmGpu, OperandProloguesAndViewsFoldIntoTheLoads) {
   }
 }
 
+// A broadcast operand dim of more than one row has stride 0: every row reads the same
+// elements (found by kiln-difftest: the loads stepped by a row's extent, past the end).
+TEST(GemmGpu, BroadcastOperandRowsReadTheSameElements) {
+  KILN_REQUIRE_GPU();
+  struct Case {
+    const char* name;
+    DType dt;
+    Shape from, to, other;
+    bool transpose_a;
+  };
+  for (const Case& c : {Case{"rows_of_a_vector", DType::f32, {2}, {2, 2}, {2, 2}, false},
+                        Case{"scalar_along_k_transposed", DType::f16, {1}, {2, 1}, {2, 2}, true},
+                        Case{"column_along_k", DType::bf16, {40, 1}, {40, 72}, {72, 24}, false},
+                        Case{"aligned_rows", DType::f16, {64}, {33, 64}, {64, 40}, false},
+                        Case{"scalar_with_k_one", DType::f32, {1}, {17, 1}, {1, 9}, false}}) {
+    SCOPED_TRACE(c.name);
+    kiln::Graph g(c.name);
+    auto x = g.input("x", c.dt, c.from);
+    auto w = g.input("w", c.dt, c.other);
+    g.output(kiln::matmul(kiln::broadcast_to(x, c.to), w, c.transpose_a, false));
+    expect_matches_reference(g.ir());
+  }
+  kiln::Graph g("broadcast_b");  // the same along N, B's rows
+  auto a = g.input("a", DType::f16, {24, 48});
+  auto w = g.input("w", DType::f16, {48, 1});
+  g.output(kiln::matmul(a, kiln::broadcast_to(w, {48, 56})));
+  expect_matches_reference(g.ir());
+}
+
 // ---- products too large for the CPU reference: sampled output elements ----
 
 // The double-precision sum for output (m, n) of a[M, K] (or [K, M]) times b.

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "interpreter_test_util.h"
 
@@ -89,6 +90,18 @@ TEST(InterpreterSoftmax, NaNPropagates) {
 TEST(InterpreterSoftmax, LogSoftmax) {
   expect_values(run_op(OpKind::LogSoftmax, {f32({3}, {1, 2, 3})}),
                 {-2.40760596444438, -1.4076059644443801, -0.40760596444438013});
+}
+
+TEST(InterpreterSoftmax, ALogSumExpOfAnInfiniteMaxIsThatMax) {
+  // log_softmax is x - logsumexp(x) and softmax exp(x - logsumexp(x)), whose infinite
+  // max is its answer (the kernels' too): beside a +inf, finite values come out -inf
+  // (0 for softmax), the +inf itself NaN; an all -inf row is NaN.
+  const double inf = std::numeric_limits<double>::infinity();
+  expect_values(run_op(OpKind::LogSoftmax, {f32({2, 3}, {inf, 1, 2, -inf, -inf, -inf})}),
+                {kNaN, -inf, -inf, kNaN, kNaN, kNaN});
+  HostTensor column = run_op(OpKind::LogSoftmax, {f32({3, 1}, {1, inf, 1})}, attrs({{"axis", int64_t{0}}}));
+  expect_values(column, {-inf, kNaN, -inf});
+  expect_values(run_op(OpKind::Softmax, {f32({3}, {1, inf, 2})}), {0, kNaN, 0});
 }
 
 TEST(InterpreterLayerNorm, TwoByThree) {

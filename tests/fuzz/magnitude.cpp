@@ -1,0 +1,140 @@
+#include "tests/fuzz/magnitude.h"
+
+#include <cmath>
+
+#include "ir/interpreter.h"
+
+namespace kiln::fuzz {
+
+namespace {
+
+using ir::OpKind;
+using ir::Value;
+
+class MagnitudeGraph {
+public:
+  explicit MagnitudeGraph(const ir::Graph& g) : out_(g.name()) {
+    for (const Value* in : g.inputs()) map_[in] = out_.add_input(in->name, in->type);
+    for (const ir::Node* n : g.nodes()) {
+      std::vector<Value*> operands;
+      for (const Value* o : n->operands) operands.push_back(map_.at(o));
+      Value* r = out_.add(n->op, operands, n->attrs, n->result->type);
+      map_[n->result] = r;
+      const ir::OpCategory c = ir::op_info(n->op).category;
+      if (!is_float(r->type.dtype) || c == ir::OpCategory::Source || c == ir::OpCategory::View) continue;
+      out_.add_output(r);
+      order_.push_back({n->result, false});
+      if (Value* m = magnitude(*n, operands)) {
+        out_.add_output(m);
+        order_.push_back({n->result, true});
+      }
+    }
+  }
+
+  Intermediates evaluate(const std::vector<HostTensor>& inputs) const {
+    std::vector<HostTensor> got = ir::evaluate(out_, inputs);
+    Intermediates r;
+    for (size_t i = 0; i < order_.size(); ++i)
+      (order_[i].second ? r.magnitudes : r.values)[order_[i].first] = std::move(got[i]);
+    return r;
+  }
+
+private:
+  Value* f32(Value* v) {
+    if (v->type.dtype == DType::f32) return v;
+    return out_.add(OpKind::Cast, {v}, {}, TensorType{DType::f32, v->type.shape});
+  }
+  Value* abs(Value* v) { return out_.add(OpKind::Abs, {f32(v)}); }
+  Value* shaped(Value* m, const Shape& shape) {
+    if (m->type.shape == shape) return m;
+    const TensorType t{DType::f32, shape};
+    if (m->type.numel() == t.numel()) return out_.add(OpKind::Reshape, {m}, {}, t);
+    return out_.add(OpKind::Broadcast, {m}, {}, t);
+  }
+
+  Value* magnitude(const ir::Node& n, const std::vector<Value*>& in) {
+    const Shape& shape = n.result->type.shape;
+    Value* m = nullptr;
+    switch (n.op) {
+      case OpKind::Gelu: m = abs(in[0]); break;
+      case OpKind::Add:
+      case OpKind::Sub: m = out_.add(OpKind::Max, {abs(in[0]), abs(in[1])}); break;
+      case OpKind::ReduceSum:
+      case OpKind::ReduceMean: m = out_.add(n.op, {abs(in[0])}, n.attrs); break;
+      case OpKind::ReduceLogSumExp: m = out_.add(OpKind::ReduceMax, {abs(in[0])}, n.attrs); break;
+      case OpKind::ReduceVar: {
+        Value* x = f32(in[0]);
+        m = out_.add(OpKind::ReduceMean, {out_.add(OpKind::Mul, {x, x})}, n.attrs);
+        break;
+      }
+      case OpKind::LogSoftmax: {
+        ir::Attrs over;
+        over.set("axis", std::vector<int64_t>{n.attrs.get_int("axis")});
+        over.set("keepdim", true);
+        m = out_.add(OpKind::ReduceMax, {abs(in[0])}, over);
+        break;
+      }
+      case OpKind::Matmul: m = out_.add(OpKind::Matmul, {abs(in[0]), abs(in[1])}, n.attrs); break;
+      case OpKind::Attention: {
+        // A mix of V's rows, weighed by probabilities that tensor cores take rounded to
+        // the dtype: its error counts in the dtype's units of the largest |v| a column has.
+        ir::Attrs keys;
+        keys.set("axis", std::vector<int64_t>{-2});
+        keys.set("keepdim", true);
+        Value* largest = out_.add(OpKind::ReduceMax, {abs(in[2])}, keys);
+        const double units = dtype_unit(n.result->type.dtype) / kFp32Unit;
+        m = out_.add(OpKind::Mul, {largest, out_.constant(units, DType::f32)});
+        break;
+      }
+      default: return nullptr;
+    }
+    return shaped(m, shape);
+  }
+
+  ir::Graph out_;
+  std::unordered_map<const Value*, Value*> map_;
+  std::vector<std::pair<const Value*, bool>> order_;  // each output: whose, and whether its magnitude
+};
+
+}  // namespace
+
+double dtype_unit(DType t) {
+  switch (t) {
+    case DType::f32: return kFp32Unit;
+    case DType::f16: return 1.0 / (1 << 10);
+    case DType::bf16: return 1.0 / (1 << 7);
+    case DType::f8e4m3: return 1.0 / (1 << 3);
+    case DType::f8e5m2: return 1.0 / (1 << 2);
+    default: return 1.0;
+  }
+}
+
+Intermediates evaluate_intermediates(const ir::Graph& g, const std::vector<HostTensor>& inputs) {
+  return MagnitudeGraph(g).evaluate(inputs);
+}
+
+bool near_zero(double value, const HostTensor* m, size_t e) {
+  if (value == 0) return true;
+  if (!m || !std::isfinite(value)) return false;
+  const double scale = m->values[e];
+  return std::isfinite(scale) && std::fabs(value) <= kFp32Unit * scale;
+}
+
+std::vector<std::vector<double>> absolute_floors(const ir::Graph& g, const Intermediates& at,
+                                                 const std::vector<double>& bounds) {
+  std::vector<std::vector<double>> floors;
+  for (size_t i = 0; i < g.outputs().size(); ++i) {
+    const ir::Value* out = g.outputs()[i];
+    floors.emplace_back(static_cast<size_t>(out->type.numel()), 0.0);
+    auto m = at.magnitudes.find(out);
+    if (m == at.magnitudes.end()) continue;
+    const double per_unit = bounds[i] / dtype_unit(out->type.dtype) * kFp32Unit;
+    for (size_t e = 0; e < floors.back().size(); ++e) {
+      const double scale = m->second.values[e];
+      floors.back()[e] = std::isfinite(scale) ? per_unit * scale : 0.0;
+    }
+  }
+  return floors;
+}
+
+}  // namespace kiln::fuzz
