@@ -160,13 +160,16 @@ private:
     };
     for (const auto& st : space_.arg_strides) mark(st);
     for (const auto& st : space_.index_coeffs) mark(st);
-    // An inactive row (past the end) reads row 0's addresses and stores nothing.
-    s += fmt::format("  {} q = active ? row : {};\n", idx_, lit(0));
-    for (size_t d = row_dims; d-- > 0;) {
-      if (used[d]) s += fmt::format("  const {} c{} = q % {};\n", idx_, d, lit(space_.dims[d]));
-      if (d > 0) s += fmt::format("  q /= {};\n", lit(space_.dims[d]));
+    // An inactive row (past the end) reads row 0's addresses and stores nothing. A
+    // single row (every base is 0) needs no coordinates: NVRTC warns of an unread q.
+    if (std::find(used.begin(), used.end(), true) != used.end()) {
+      s += fmt::format("  {} q = active ? row : {};\n", idx_, lit(0));
+      for (size_t d = row_dims; d-- > 0;) {
+        if (used[d]) s += fmt::format("  const {} c{} = q % {};\n", idx_, d, lit(space_.dims[d]));
+        if (d > 0) s += fmt::format("  q /= {};\n", lit(space_.dims[d]));
+      }
+      s += "  (void)q;\n";
     }
-    s += "  (void)q;\n";
     for (size_t i = 0; i < k_.args.size(); ++i)
       s += fmt::format("  const {} base{} = {};\n", idx_, i, row_offset(space_.arg_strides[i]));
     size_t j = 0;
