@@ -196,5 +196,19 @@ TEST(IntegerReduceCodegen, MixedAndCastKernelsCompileWithoutSpills) {
   expect_compiles_without_spills(all, "integer_reduce_mixed");
 }
 
+// Rows of 65536, long enough for sm_90's cluster candidates: the cluster exchange of
+// integer partials compiles. (Spills are not checked: a held row of 64 elements a
+// thread with a saturating multiply before the sum spills, as its f32 twin does.)
+TEST(IntegerReduceCodegen, ClusteredLongRowsCompile) {
+  std::vector<ir::Kernel> all;
+  const integer_reduce_test::Case long_rows{{7, 65536}, {1}, Pattern::LastAxis};
+  for (const char* op : integer_reduce_test::kOps)
+    for (ir::Kernel& k : with_variants(
+             kernels_of(integer_reduce_test::scaled_reduce_graph(op, long_rows, true), std::string("l") + op)))
+      all.push_back(std::move(k));
+  EXPECT_TRUE(std::any_of(all.begin(), all.end(), [](const ir::Kernel& k) { return k.config.cluster > 1; }));
+  test::expect_compiles(all, "integer_reduce_long_rows");
+}
+
 }  // namespace
 }  // namespace kiln
