@@ -4,7 +4,8 @@
 // slices. Its threads form a (k_threads x C / V) grid: consecutive threads own
 // consecutive groups of V columns, so a warp reads a contiguous stretch of each row
 // (16-byte vectors when V * element size is 16), and the K threads walk the slice's
-// rows with a stride of k_threads. Each thread accumulates in fp32 (a logsumexp keeps a
+// rows with a stride of k_threads. Each thread accumulates in fp32 (an integer
+// reduction exactly, in integer state of its own: integer_reduce.h; a logsumexp keeps a
 // running max and sum, a var Welford's count, mean and squared deviations); the K threads then
 // combine through shared memory as a tree over a fixed pairing. With k_split > 1 each
 // block writes its fp32 partials to module scratch and takes a ticket; the last block
@@ -21,6 +22,7 @@
 #include <map>
 #include <set>
 
+#include "codegen/integer_reduce.h"
 #include "codegen/kernel_params.h"
 #include "codegen/scalar_emit.h"
 #include "ir/error.h"
@@ -122,11 +124,17 @@ private:
   }
 
   // Module-scope scratch: one ticket per column tile (zero at load, reset by the last
-  // block) and fp32 partials [state slot][slice][column].
+  // block) and fp32 partials [state slot][slice][column]; integer states have 64-bit
+  // partials of their own, in the same layout.
   std::string scratch() const {
-    return fmt::format("__device__ unsigned int {}[{}];\n__device__ float {}[{}];\n", scratch_name("tickets"),
-                       col_tiles(), scratch_name("partials"),
-                       int64_t{state_slots()} * c_.k_split * n_count_);
+    std::string s = fmt::format("__device__ unsigned int {}[{}];\n", scratch_name("tickets"), col_tiles());
+    if (state_slots(false) > 0)
+      s += fmt::format("__device__ float {}[{}];\n", scratch_name("partials"),
+                       int64_t{state_slots(false)} * c_.k_split * n_count_);
+    if (state_slots(true) > 0)
+      s += fmt::format("__device__ long long {}[{}];\n", scratch_name("ipartials"),
+                       int64_t{state_slots(true)} * c_.k_split * n_count_);
+    return s;
   }
 
   std::string signature() const {
@@ -140,8 +148,12 @@ private:
 
   std::string prologue() const {
     std::string s;
-    s += fmt::format("  __shared__ float kiln_part[{}][{}];\n", std::max(1, state_slots()),
-                     int64_t{c_.k_threads} * width_);
+    if (state_slots(false) > 0 || state_slots(true) == 0)
+      s += fmt::format("  __shared__ float kiln_part[{}][{}];\n", std::max(1, state_slots(false)),
+                       int64_t{c_.k_threads} * width_);
+    if (state_slots(true) > 0)
+      s += fmt::format("  __shared__ long long kiln_ipart[{}][{}];\n", state_slots(true),
+                       int64_t{c_.k_threads} * width_);
     s += fmt::format("  const unsigned ct = threadIdx.x % {}u;  // column thread\n", col_threads_);
     s += fmt::format("  const unsigned kt = threadIdx.x / {}u;  // thread along K\n", col_threads_);
     s += fmt::format("  const {} col0 = ({})blockIdx.x * {} + ({})ct * {};\n", idx_, idx_, lit(width_), idx_,
@@ -189,19 +201,24 @@ private:
     for (const std::string& p : parts) out.push_back(fmt::format("{}{}{}{}", prefix, r, p, index));
     return out;
   }
-  // The same state's floats in shared memory: kiln_part[slot][index], a slot each.
+  // The same state in shared memory: kiln_part[slot][index] (kiln_ipart for an
+  // integer reduction), a slot each.
   std::vector<std::string> shared_state(int r, const std::string& index) const {
     std::vector<std::string> out;
+    const char* array = integer(r) ? "kiln_ipart" : "kiln_part";
     for (int j = 0; j < ir::reduce_state_size(k_.body[r].op); ++j)
-      out.push_back(fmt::format("kiln_part[{}][{}]", first_slot(r) + j, index));
+      out.push_back(fmt::format("{}[{}][{}]", array, first_slot(r) + j, index));
     return out;
   }
+  bool integer(int r) const { return is_integer_reduce(k_.body[r]); }
+  // The register type of reduction r's running state.
+  std::string_view state_type(int r) const { return integer(r) ? integer_accumulator(k_.body[r].op) : "float"; }
   // The empty state: the identity, a -inf max with a zero sum, or no elements.
   std::vector<std::string> empty_state(int r) const {
     const ir::OpKind op = k_.body[r].op;
     if (op == ir::OpKind::ReduceLogSumExp) return {"__int_as_float(0xff800000)", "0.0f"};
     if (op == ir::OpKind::ReduceVar) return {"0.0f", "0.0f", "0.0f"};
-    return {identity(op)};
+    return {integer(r) ? integer_identity(op) : identity(op)};
   }
   // state <- state with one more element x.
   std::string add_element(int r, const std::vector<std::string>& st, const std::string& x) const {
@@ -209,7 +226,7 @@ private:
     if (op == ir::OpKind::ReduceLogSumExp) return fmt::format("kiln_lse_add({}, {}, {}, 1.0f);", st[0], st[1], x);
     if (op == ir::OpKind::ReduceVar)
       return fmt::format("kiln_welford_add({}, {}, {}, 1.0f, {}, 0.0f);", st[0], st[1], st[2], x);
-    return fmt::format("{} = {};", st[0], combine(op, st[0], x));
+    return fmt::format("{} = {};", st[0], integer(r) ? integer_combine(op, st[0], x) : combine(op, st[0], x));
   }
   // state <- state merged with another part's state (the order is fixed by the caller).
   std::string merge(int r, const std::vector<std::string>& st, const std::vector<std::string>& other) const {
@@ -219,7 +236,8 @@ private:
     if (op == ir::OpKind::ReduceVar)
       return fmt::format("kiln_welford_add({}, {}, {}, {}, {}, {});", st[0], st[1], st[2], other[0], other[1],
                          other[2]);
-    return fmt::format("{} = {};", st[0], combine(op, st[0], other[0]));
+    return fmt::format("{} = {};", st[0],
+                       integer(r) ? integer_combine(op, st[0], other[0]) : combine(op, st[0], other[0]));
   }
   // The reduced value of a column from its final state.
   std::string result(int r, const std::string& index) const {
@@ -228,7 +246,7 @@ private:
     if (op == ir::OpKind::ReduceLogSumExp) return fmt::format("kiln_lse_result({}, {})", st[0], st[1]);
     if (op == ir::OpKind::ReduceVar) return fmt::format("{} / {}", st[2], const_expr(DType::f32, k_count_));
     if (op == ir::OpKind::ReduceMean) return fmt::format("{} / {}", st[0], const_expr(DType::f32, k_count_));
-    return st[0];
+    return integer(r) ? integer_result(op, st[0]) : st[0];
   }
 
   // The ops that `roots` need (Reduce ops stop the walk), in body order.
@@ -291,7 +309,7 @@ private:
     for (size_t id : ops) {
       ScalarKind kind = k_.body[id].kind;
       if (kind == ScalarKind::Store || (kind == ScalarKind::Reduce && in_loop)) continue;
-      std::string_view type = kind == ScalarKind::Reduce ? "float" : register_type(k_.body[id].dtype);
+      std::string_view type = register_type(k_.body[id].dtype);  // a float reduction's fp32 result too
       s += fmt::format("{}const {} e{} = {};\n", in, type, id, value_expr(id, in_loop));
     }
     return s;
@@ -311,8 +329,8 @@ private:
     for (int r : reduces_) {
       const std::vector<std::string> names = state(r, "acc", ""), empty = empty_state(r);
       for (size_t j = 0; j < names.size(); ++j)
-        s += fmt::format("  float {}[{}];\n#pragma unroll\n  for (int t = 0; t < {}; ++t) {}[t] = {};\n", names[j],
-                         c_.vec, c_.vec, names[j], empty[j]);
+        s += fmt::format("  {} {}[{}];\n#pragma unroll\n  for (int t = 0; t < {}; ++t) {}[t] = {};\n", state_type(r),
+                         names[j], c_.vec, c_.vec, names[j], empty[j]);
     }
     std::vector<size_t> ops = loop_ops();
     std::set<int> args;
@@ -367,23 +385,30 @@ private:
       for (size_t j = 0; j < res.size(); ++j) {
         // Without K slices to publish, a var's result needs only its squared deviations.
         if (c_.k_split == 1 && k_.body[r].op == ir::OpKind::ReduceVar && j != 2) continue;
-        if (declare) s += fmt::format("  float {}[{}];\n", res[j], w);
+        if (declare) s += fmt::format("  {} {}[{}];\n", state_type(r), res[j], w);
         s += fmt::format("#pragma unroll\n  for (int t = 0; t < {}; ++t) {}[t] = {};\n", w, res[j], part[j]);
       }
     }
     return s;
   }
 
-  // The first of reduction r's slots of state (in shared memory and in the partials).
+  // The first of reduction r's slots of state (in shared memory and in the partials),
+  // counted among the reductions of its class (float or integer).
   int first_slot(int r) const {
     int slot = 0;
     for (int x : reduces_) {
       if (x == r) break;
-      slot += ir::reduce_state_size(k_.body[x].op);
+      if (integer(x) == integer(r)) slot += ir::reduce_state_size(k_.body[x].op);
     }
     return slot;
   }
-  int state_slots() const { return reduces_.empty() ? 0 : first_slot(-1); }
+  // The slots of state of the integer (or the float) reductions.
+  int state_slots(bool of_integers) const {
+    int slots = 0;
+    for (int x : reduces_)
+      if (integer(x) == of_integers) slots += ir::reduce_state_size(k_.body[x].op);
+    return slots;
+  }
 
   std::string combine_threads() const { return tree("the partials", true); }
 
@@ -396,15 +421,15 @@ private:
     const int64_t per_reduce = int64_t{c_.k_split} * n_count_;
     std::string s = "  // Publish this slice's partials; the last block of the column tile combines them.\n";
     s += "  if (kt == 0 && active) {\n";
-    auto partial = [&](int slot, const std::string& slice) {
-      return fmt::format("{}[{} + ({}){} * {} + col0 + t]", partials, lit(slot * per_reduce), idx_, slice,
-                         lit(n_count_));
+    auto partial = [&](int r, int slot, const std::string& slice) {
+      return fmt::format("{}[{} + ({}){} * {} + col0 + t]", integer(r) ? scratch_name("ipartials") : partials,
+                         lit(slot * per_reduce), idx_, slice, lit(n_count_));
     };
     for (int r : reduces_) {
       const std::vector<std::string> res = state(r, "res", "[t]");
       for (size_t j = 0; j < res.size(); ++j)
         s += fmt::format("#pragma unroll\n    for (int t = 0; t < {}; ++t)\n      if (col0 + t < {}) {} = {};\n", w,
-                         lit(n_count_), partial(first_slot(r) + static_cast<int>(j), "blockIdx.y"), res[j]);
+                         lit(n_count_), partial(r, first_slot(r) + static_cast<int>(j), "blockIdx.y"), res[j]);
     }
     s += "  }\n  __threadfence();\n  __syncthreads();\n  __shared__ bool kiln_last;\n";
     s += "  if (threadIdx.x == 0) {\n";
@@ -424,7 +449,7 @@ private:
     for (int r : reduces_) {
       std::vector<std::string> loaded;
       for (int j = 0; j < ir::reduce_state_size(k_.body[r].op); ++j)
-        loaded.push_back(fmt::format("__ldcg(&{})", partial(first_slot(r) + j, "slice")));
+        loaded.push_back(fmt::format("__ldcg(&{})", partial(r, first_slot(r) + j, "slice")));
       s += fmt::format("      {}\n", merge(r, state(r, "acc", "[t]"), loaded));
     }
     s += "    }\n  }\n  __syncthreads();  // every thread has read kiln_part's earlier values\n";

@@ -3,7 +3,8 @@
 // of a row handles the vectors of V elements starting at (j * T + lane) * V, so
 // neighbouring threads touch neighbouring vectors (coalesced, 16-byte loads when V *
 // element size is 16). The body runs in stages:
-//   stage s < P   the element loop accumulates every phase-s reduction in fp32, then
+//   stage s < P   the element loop accumulates every phase-s reduction in fp32 (an
+//                 integer one exactly: integer_reduce.h), then
 //                 the row's threads combine their partials (warp shuffles, then shared
 //                 memory when a row takes more than a warp)
 //   before each   per-row values that the finished reductions make available
@@ -36,6 +37,7 @@
 #include <map>
 #include <set>
 
+#include "codegen/integer_reduce.h"
 #include "codegen/kernel_params.h"
 #include "codegen/scalar_emit.h"
 #include "ir/error.h"
@@ -67,6 +69,10 @@ public:
       if (op.kind == ScalarKind::Reduce) {
         ready_[id] = op.phase + 1;
         phases_ = std::max(phases_, op.phase + 1);
+        if (is_integer_reduce(op)) {
+          reduce_slot_[static_cast<int>(id)] = num_integer_slots_++;
+          continue;
+        }
         reduce_slot_[static_cast<int>(id)] = num_slots_;
         num_slots_ += accumulators(op.op);
         continue;
@@ -126,11 +132,18 @@ private:
   // The row index, its coordinates over the collapsed row dims, each argument's row base.
   std::string prologue() const {
     std::string s = tail_decls();
-    if (c_.row_threads > 32)
+    // Integer accumulators combine through 64-bit slots of their own (integer_reduce.h).
+    const bool float_slots = num_slots_ > 0 || num_integer_slots_ == 0;
+    if (c_.row_threads > 32 && float_slots)
       s += fmt::format("  __shared__ float kiln_slots[{}][{}];\n", std::max(1, num_slots_), block() / 32);
+    if (c_.row_threads > 32 && num_integer_slots_ > 0)
+      s += fmt::format("  __shared__ long long kiln_islots[{}][{}];\n", num_integer_slots_, block() / 32);
     if (cluster() > 1) {
       // Block `rank` of a cluster holds threads rank * T .. rank * T + T - 1 of the row.
-      s += fmt::format("  __shared__ float kiln_cluster_slots[{}][{}];\n", std::max(1, num_slots_), cluster());
+      if (float_slots)
+        s += fmt::format("  __shared__ float kiln_cluster_slots[{}][{}];\n", std::max(1, num_slots_), cluster());
+      if (num_integer_slots_ > 0)
+        s += fmt::format("  __shared__ long long kiln_cluster_islots[{}][{}];\n", num_integer_slots_, cluster());
       s += "  kiln_cluster_arrive();  // waited on before the first exchange\n";
       s += fmt::format("  const unsigned lane = blockIdx.x % {}u * {}u + threadIdx.x;\n", cluster(), c_.row_threads);
       s += fmt::format("  const {} row = ({})blockIdx.x / {};\n", idx_, idx_, lit(cluster()));
@@ -147,13 +160,16 @@ private:
     };
     for (const auto& st : space_.arg_strides) mark(st);
     for (const auto& st : space_.index_coeffs) mark(st);
-    // An inactive row (past the end) reads row 0's addresses and stores nothing.
-    s += fmt::format("  {} q = active ? row : {};\n", idx_, lit(0));
-    for (size_t d = row_dims; d-- > 0;) {
-      if (used[d]) s += fmt::format("  const {} c{} = q % {};\n", idx_, d, lit(space_.dims[d]));
-      if (d > 0) s += fmt::format("  q /= {};\n", lit(space_.dims[d]));
+    // An inactive row (past the end) reads row 0's addresses and stores nothing. A
+    // single row (every base is 0) needs no coordinates: NVRTC warns of an unread q.
+    if (std::find(used.begin(), used.end(), true) != used.end()) {
+      s += fmt::format("  {} q = active ? row : {};\n", idx_, lit(0));
+      for (size_t d = row_dims; d-- > 0;) {
+        if (used[d]) s += fmt::format("  const {} c{} = q % {};\n", idx_, d, lit(space_.dims[d]));
+        if (d > 0) s += fmt::format("  q /= {};\n", lit(space_.dims[d]));
+      }
+      s += "  (void)q;\n";
     }
-    s += "  (void)q;\n";
     for (size_t i = 0; i < k_.args.size(); ++i)
       s += fmt::format("  const {} base{} = {};\n", idx_, i, row_offset(space_.arg_strides[i]));
     size_t j = 0;
@@ -463,6 +479,8 @@ private:
 
   // The accumulators of reduction `r`, before the element loop.
   std::string declare_accumulators(int r) const {
+    if (is_integer_reduce(k_.body[r]))
+      return fmt::format("  {} acc{} = {};\n", integer_accumulator(k_.body[r].op), r, integer_identity(k_.body[r].op));
     switch (k_.body[r].op) {
       case ir::OpKind::ReduceLogSumExp:
         return fmt::format("  float lse_max{} = __int_as_float(0xff800000), lse_sum{} = 0.0f;  // running max, "
@@ -597,6 +615,7 @@ private:
                          slot + 2);
       return s + fmt::format("  const float r{} = w_m2{} / {};\n", r, r, const_expr(DType::f32, n_));
     }
+    if (is_integer_reduce(k_.body[r])) return finish_integer_reduction(r);
     const std::string comb = combiner(op);
     if (t > 32)
       s += fmt::format("  acc{} = kiln_block_{}<{}>(acc{}, kiln_slots[{}]);\n", r, comb, t, r, slot);
@@ -607,6 +626,22 @@ private:
     std::string value = fmt::format("acc{}", r);
     if (op == ir::OpKind::ReduceMean) value = fmt::format("acc{} / {}", r, const_expr(DType::f32, n_));
     return s + fmt::format("  const float r{} = {};\n", r, value);
+  }
+
+  // finish_reduction for an integer accumulator: the same steps on 64-bit slots.
+  std::string finish_integer_reduction(int r) const {
+    const ir::OpKind op = k_.body[r].op;
+    const int slot = reduce_slot_.at(r), t = c_.row_threads;
+    const std::string comb = integer_combiner(op);
+    std::string s;
+    if (t > 32)
+      s += fmt::format("  acc{} = kiln_block_{}<{}>(acc{}, kiln_islots[{}]);\n", r, comb, t, r, slot);
+    else if (t > 1)
+      s += fmt::format("  acc{} = kiln_warp_{}<{}>(acc{});\n", r, comb, t, r);
+    if (cluster() > 1)
+      s += fmt::format("  acc{} = kiln_cluster_{}<{}>(acc{}, kiln_cluster_islots[{}]);\n", r, comb, cluster(), r,
+                       slot);
+    return s + fmt::format("  const int r{} = {};\n", r, integer_result(op, fmt::format("acc{}", r)));
   }
 
   std::string reductions(int phase) const {
@@ -632,6 +667,8 @@ private:
         int x = k_.body[r].operands[0];
         std::string v = fmt::format("{}{}", uniform_[x] ? "r" : "e", x);
         if (per_vector(k_.body[r].op)) body += fmt::format("{}xs{}[t] = {};\n", in, r, v);
+        else if (is_integer_reduce(k_.body[r]))
+          body += fmt::format("{}acc{} = {};\n", in, r, integer_combine(k_.body[r].op, fmt::format("acc{}", r), v));
         else body += fmt::format("{}acc{} = {};\n", in, r, combine(k_.body[r].op, fmt::format("acc{}", r), v));
       }
       body += "      }\n";
@@ -706,7 +743,8 @@ private:
   std::vector<bool> uniform_;
   std::vector<int> ready_;  // per op: the stage from which its value exists
   std::map<int, int> reduce_slot_;
-  int num_slots_ = 0;  // shared-memory slots: one per accumulator of every reduction
+  int num_slots_ = 0;  // shared-memory slots: one per accumulator of every float reduction
+  int num_integer_slots_ = 0;  // 64-bit slots: one per integer reduction
   // While element_loop writes the loop over the shared part of the row: its row-held
   // inputs are read from shared memory (load_vector), not from registers.
   mutable bool shared_part_ = false;

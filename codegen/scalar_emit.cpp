@@ -8,6 +8,7 @@
 
 #include <cmath>
 
+#include "codegen/integer_reduce.h"
 #include "ir/error.h"
 
 namespace kiln::codegen {
@@ -423,6 +424,10 @@ std::string called_helpers(const std::string& code, const DeviceHelper* table, s
   return out;
 }
 
-std::string helper_definitions(const std::string& code) { return called_helpers(code, kHelpers, std::size(kHelpers)); }
+std::string helper_definitions(const std::string& code) {
+  // The integer reductions' helpers go last: they call kiln_cluster_sync from this table.
+  const std::string integer = integer_reduce_helpers(code);
+  return called_helpers(code + integer, kHelpers, std::size(kHelpers)) + integer;
+}
 
 }  // namespace kiln::codegen

@@ -2,11 +2,14 @@
 // mean, logsumexp, var over a list of axes, keepdim) and the views (broadcast, reshape,
 // transpose). Reductions accumulate in double in row-major order and round once at the
 // end; logsumexp and var take two passes (max, then the shifted sum; mean, then the
-// squared deviations), the stable formulas.
+// squared deviations), the stable formulas. An i32 sum is exact: it accumulates in
+// int64 and saturates to the i32 range once at the end, as all i32 arithmetic in Kiln
+// saturates (so the order of the additions never matters).
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 #include "ir/error.h"
@@ -21,9 +24,10 @@ namespace {
 // takes (accumulator, element, slot index). The work splits over threads along the
 // largest kept dim: a slot's elements all lie in one part, and each part is walked in
 // row-major order, so every slot combines its elements in the same order as a serial
-// walk and the result does not depend on the number of threads.
-template <class Combine>
-void reduce_into(const HostTensor& x, const std::vector<bool>& reduced, std::vector<double>& out, Combine combine) {
+// walk and the result does not depend on the number of threads. `Acc` is the
+// accumulator's type: double, or int64_t for an exact integer sum.
+template <class Acc, class Combine>
+void reduce_into(const HostTensor& x, const std::vector<bool>& reduced, std::vector<Acc>& out, Combine combine) {
   const Shape& shape = x.type.shape;
   Shape kept = shape;
   for (size_t d = 0; d < shape.size(); ++d)
@@ -48,17 +52,17 @@ void reduce_into(const HostTensor& x, const std::vector<bool>& reduced, std::vec
       in += lo * strides[0][d];
       out_offset = lo * strides[1][d];
     }
-    double* acc = out.data() + out_offset;
+    Acc* acc = out.data() + out_offset;
     for_each_row<2>(part, strides, [&](const auto& base, int64_t len, const auto& step) {
       const double* src = in + base[0];
       const int64_t sx = step[0];
       const int64_t slot = out_offset + base[1];
       if (step[1] == 0) {  // the whole row folds into one slot: keep it in a register
-        double a = acc[base[1]];
+        Acc a = acc[base[1]];
         for (int64_t j = 0; j < len; ++j) a = combine(a, src[j * sx], slot);
         acc[base[1]] = a;
       } else {
-        double* dst = acc + base[1];
+        Acc* dst = acc + base[1];
         const int64_t so = step[1];
         for (int64_t j = 0; j < len; ++j) dst[j * so] = combine(dst[j * so], src[j * sx], slot + j * so);
       }
@@ -70,6 +74,16 @@ void reduce_into(const HostTensor& x, const std::vector<bool>& reduced, std::vec
   }
   const int64_t length = shape[static_cast<size_t>(split)];
   parallel_for(length, x.type.numel() / length, reduce_part);
+}
+
+// The exact sum of an i32 tensor's reduced rows. Every element has |x| <= 2^31, so
+// int64 holds any sum of fewer than 2^32 of them; the result's rounding to i32
+// (HostTensor's) then saturates it. Beyond 2^53 the double is inexact, but such a sum
+// saturates either way.
+std::vector<double> exact_integer_sum(const HostTensor& x, const std::vector<bool>& reduced, size_t size) {
+  std::vector<int64_t> wide(size, 0);
+  reduce_into(x, reduced, wide, [](int64_t a, double v, int64_t) { return a + static_cast<int64_t>(v); });
+  return std::vector<double>(wide.begin(), wide.end());
 }
 
 }  // namespace
@@ -112,6 +126,11 @@ HostTensor eval_reduce(const Node& n, const HostTensor& x) {
   auto max = [](double a, double v, int64_t) { return v > a || std::isnan(v) ? v : a; };
   switch (n.op) {
     case OpKind::ReduceSum:
+      if (x.type.dtype == DType::i32) {
+        out = exact_integer_sum(x, reduced, size);
+        break;
+      }
+      [[fallthrough]];
     case OpKind::ReduceMean:
       out.assign(size, 0.0);
       reduce_into(x, reduced, out, sum);

@@ -35,7 +35,7 @@ struct ColShape {
   int64_t k = 1, n = 1;  // reduced and kept element counts
   bool one_column = false;  // a block takes one column (col_reads_along_reduced)
   int64_t inner_cols = 1;   // the innermost kept dim (columns mode): a block's columns stay inside it
-  int reduces = 0;          // floats of running state per column, over every reduction
+  int reduces = 0;          // 4-byte words of running state per column, over every reduction
 };
 
 ColShape col_shape(const Kernel& kernel) {
@@ -46,7 +46,8 @@ ColShape col_shape(const Kernel& kernel) {
   s.one_column = col_reads_along_reduced(kernel);
   if (static_cast<size_t>(s.space.reduced_dims) < s.space.dims.size()) s.inner_cols = s.space.dims.back();
   for (const ScalarOp& op : kernel.body)
-    if (op.kind == ScalarKind::Reduce) s.reduces += reduce_state_size(op.op);
+    // An integer reduction's state is kept in 64 bits (codegen/integer_reduce.h).
+    if (op.kind == ScalarKind::Reduce) s.reduces += reduce_state_size(op.op) * (is_integer(op.dtype) ? 2 : 1);
   return s;
 }
 

@@ -2,7 +2,7 @@
 // through element-wise ops, constants, views and reductions of the same rows; forwards
 // through element-wise ops, views and reductions of the same rows whose results are
 // full rows or one value per row, and whose other operands do not depend on the group.
-// Column groups take every other reduction of a float tensor, over any set of axes.
+// Column groups take every other reduction (of a float or i32 tensor), over any set of axes.
 // A computed value that leaves the group must be storable (full rows or per row);
 // one that is not is left out and the group grows again. A group that still cannot
 // be one kernel shrinks to its reduction alone. Column groups (reductions over outer

@@ -73,7 +73,7 @@ PointwiseBuild build_row_reduce(const std::string& name, const Shape& rows, cons
                                 const std::function<bool(const ir::Value*)>& computed_inside,
                                 const std::unordered_map<int, std::string>& names);
 
-// A reduction that a col_reduce kernel takes: a float tensor of shape `space` reduced
+// A reduction that a col_reduce kernel takes: a tensor of shape `space` reduced
 // over `axes` (sorted), any set of them: a column sum of [M, N] over axis 0, a full
 // reduction, [B, S, D] over [1] (a middle axis) or over [0, 2].
 struct ColReduction {
@@ -92,7 +92,8 @@ PointwiseBuild build_col_reduce(const std::string& name, const ColReduction& col
                                 const std::unordered_map<int, std::string>& names);
 
 // The row space of a row reduction node (its operand's shape) when it reduces the
-// innermost axis only (other reduced axes have size 1) of a float tensor; else empty.
+// innermost axis only (other reduced axes have size 1), of a float or i32 tensor; else
+// empty.
 Shape row_reduction_space(const ir::Node& n);
 
 }  // namespace kiln::passes

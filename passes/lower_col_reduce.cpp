@@ -22,7 +22,7 @@ using ir::Value;
 std::optional<ColReduction> col_reduction(const Node& n) {
   if (ir::op_info(n.op).category != ir::OpCategory::Reduce) return std::nullopt;
   const Shape& in = n.operands[0]->type.shape;
-  if (in.empty() || !is_float(n.operands[0]->type.dtype)) return std::nullopt;
+  if (in.empty()) return std::nullopt;
   const int rank = static_cast<int>(in.size());
   std::vector<int64_t> axes;
   for (int64_t a : n.attrs.get_ints("axis")) axes.push_back(a < 0 ? a + rank : a);
@@ -55,8 +55,8 @@ ir::Kernel lower_col_reduce_group(const ir::Graph& g, int group, const std::unor
     if (cols || ir::op_info(n->op).category != ir::OpCategory::Reduce) continue;
     cols = col_reduction(*n);
     if (!cols)
-      throw Error(fmt::format("kernel @{}: `{}` is not a reduction of a float tensor, which a col_reduce kernel "
-                              "needs",
+      throw Error(fmt::format("kernel @{}: `{}` is not a reduction of a tensor of rank 1 or more, which a "
+                              "col_reduce kernel needs",
                               grp.name, ir::print_node(*n, names)));
   }
   if (!cols) throw Error(fmt::format("kernel @{}: a col_reduce kernel has no reduction", grp.name));

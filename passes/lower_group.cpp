@@ -74,8 +74,7 @@ std::string unlowerable(const Node& n, const std::unordered_map<int, std::string
   std::string what;
   switch (ir::op_info(n.op).category) {
     case ir::OpCategory::Reduce:
-      what = "no kernel kind handles this reduction yet (row_reduce and col_reduce take reductions of float "
-             "tensors over any axes; cast an integer tensor to a float type first)";
+      what = "it is in no row_reduce or col_reduce kernel; run the fuse pass before lowering";
       break;
     case ir::OpCategory::Matmul: what = "it is in no gemm kernel; run the fuse pass before lowering"; break;
     case ir::OpCategory::Composite: what = "no kernel kind handles composite ops yet"; break;

@@ -28,7 +28,7 @@ PointwiseBuild build_row_reduce(const std::string& name, const Shape& rows,
 Shape row_reduction_space(const Node& n) {
   if (ir::op_info(n.op).category != ir::OpCategory::Reduce) return {};
   const Shape& in = n.operands[0]->type.shape;
-  if (in.empty() || !is_float(n.operands[0]->type.dtype)) return {};
+  if (in.empty()) return {};
   const int rank = static_cast<int>(in.size());
   bool last = false;
   for (int64_t a : n.attrs.get_ints("axis")) {
@@ -49,8 +49,8 @@ ir::Kernel lower_row_reduce_group(const ir::Graph& g, int group, const std::unor
     if (row_space.empty() && ir::op_info(n->op).category == ir::OpCategory::Reduce) {
       row_space = row_reduction_space(*n);
       if (row_space.empty())
-        throw Error(fmt::format("kernel @{}: `{}` is not a reduction along the innermost axis of a float tensor, "
-                                "which a row_reduce kernel needs",
+        throw Error(fmt::format("kernel @{}: `{}` is not a reduction along the innermost axis, which a row_reduce "
+                                "kernel needs",
                                 grp.name, ir::print_node(*n, names)));
     }
   if (row_space.empty()) throw Error(fmt::format("kernel @{}: a row_reduce kernel has no reduction", grp.name));

@@ -191,11 +191,12 @@ TEST(Fuse, ConstantsAndViewsAreCopiedIntoEachKernelThatNeedsThem) {
 }
 
 TEST(Fuse, ViewThatAReductionReadsStaysOutsideAndKernelsGetACopy) {
-  // An integer sum: no kernel kind takes it, so it stays outside every group.
-  ir::Graph g = fused(R"(func @kept(%x: i32[4,8], %w: i32[8]) -> (i32[8], i32[4,8]) {
-  %b = broadcast %w : i32[4,8]
-  %s = sum %b {axis = [0]} : i32[8]
-  %y = add %x, %b : i32[4,8]
+  // A composite softmax (not decomposed): no kernel kind takes it, so it stays outside
+  // every group.
+  ir::Graph g = fused(R"(func @kept(%x: f32[4,8], %w: f32[8]) -> (f32[4,8], f32[4,8]) {
+  %b = broadcast %w : f32[4,8]
+  %s = softmax %b {axis = 0} : f32[4,8]
+  %y = add %x, %b : f32[4,8]
   return %s, %y
 })");
   auto groups = groups_of(g);

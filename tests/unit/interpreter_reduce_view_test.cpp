@@ -2,6 +2,9 @@
 // worked out by hand or by an independent index formula.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
+
 #include "interpreter_test_util.h"
 
 namespace kiln {
@@ -78,6 +81,35 @@ TEST(InterpreterReduce, I32Sum) {
   HostTensor out = run_op(OpKind::ReduceSum, {tensor(DType::i32, {2, 3}, {1, -2, 3, 4, 5, -6})}, over({1}));
   EXPECT_EQ(out.type.dtype, DType::i32);
   EXPECT_EQ(out.values, (std::vector<double>{2, 3}));
+}
+
+// The exact sum, saturated once at the end: saturating each addition in turn would
+// give 2^31 - 1 - (2^31 - 1) = 0 in the first row, and an order-dependent answer.
+TEST(InterpreterReduce, I32SumIsExactAndSaturatesOnce) {
+  const double top = 2147483647, bottom = -2147483648.0;
+  HostTensor x = tensor(DType::i32, {4, 3}, {top, top, -top, top, top, 1, bottom, bottom, 5, bottom, top, 7});
+  HostTensor out = run_op(OpKind::ReduceSum, {x}, over({1}));
+  EXPECT_EQ(out.type.dtype, DType::i32);
+  EXPECT_EQ(out.values, (std::vector<double>{top, top, bottom, 6}));
+}
+
+// Far past 2^53 in magnitude the partial sums of a double would lose the low bits;
+// int64 keeps them: 2^23 elements of 2^31 - 1, then as many of -(2^31 - 1), then 3.
+TEST(InterpreterReduce, I32SumStaysExactPastDoublePrecision) {
+  const int64_t half = int64_t{1} << 23;
+  std::vector<double> v(static_cast<size_t>(2 * half), 2147483647.0);
+  std::fill(v.begin() + half, v.end(), -2147483647.0);
+  v.push_back(3);
+  HostTensor out = run_op(OpKind::ReduceSum, {tensor(DType::i32, {2 * half + 1}, v)}, over({0}));
+  EXPECT_EQ(out.values, (std::vector<double>{3}));
+}
+
+TEST(InterpreterReduce, I32MaxAndMinReachTheBounds) {
+  const double top = 2147483647, bottom = -2147483648.0;
+  HostTensor x = tensor(DType::i32, {2, 3}, {bottom, bottom, bottom, top, 0, top});
+  EXPECT_EQ(run_op(OpKind::ReduceMax, {x}, over({1})).values, (std::vector<double>{bottom, top}));
+  EXPECT_EQ(run_op(OpKind::ReduceMin, {x}, over({1})).values, (std::vector<double>{bottom, 0}));
+  EXPECT_EQ(run_op(OpKind::ReduceMax, {x}, over({0})).values, (std::vector<double>{top, 0, top}));
 }
 
 TEST(InterpreterReduce, F16SumRoundsOnceAtTheEnd) {

@@ -217,17 +217,30 @@ TEST(Lowering, MiddleAxisReductionIsAColReduceKernel) {
   EXPECT_EQ(plan.kernels[0].reduced_axes, (std::vector<int64_t>{1}));
 }
 
-TEST(Lowering, ReductionIsNamedRatherThanTheViewItReads) {
-  ir::Graph g = fused(R"(func @red(%x: i32[4,8,2], %w: i32[8,2]) -> (i32[4,2]) {
+const char* const kI32SumsOfAView = R"(func @red(%x: i32[4,8,2], %w: i32[8,2]) -> (i32[4,2]) {
   %b = broadcast %w : i32[4,8,2]
   %a = add %x, %b : i32[4,8,2]
   %s = sum %a {axis = [1]} : i32[4,2]
   %t = sum %b {axis = [1]} : i32[4,2]
   %u = add %s, %t : i32[4,2]
   return %u
-})");
-  EXPECT_NE(lowering_error(g).find("sum: no kernel kind handles this reduction yet"), std::string::npos)
+})";
+
+// Unfused, the error names the reduction rather than the view next to it.
+TEST(Lowering, ReductionIsNamedRatherThanTheViewItReads) {
+  ir::Graph g = ir::parse(kI32SumsOfAView, "kernel_ir_test");
+  EXPECT_NE(lowering_error(g).find("sum: it is in no row_reduce or col_reduce kernel"), std::string::npos)
       << lowering_error(g);
+}
+
+TEST(Lowering, I32SumsOverAMiddleAxisBecomeAColReduceKernel) {
+  passes::Plan plan = passes::lower(fused(kI32SumsOfAView));
+  ASSERT_FALSE(plan.kernels.empty());
+  for (const ir::Kernel& k : plan.kernels) {
+    if (k.kind != ir::KernelKind::Pointwise) {
+      EXPECT_EQ(k.kind, ir::KernelKind::ColReduce) << ir::print(k);
+    }
+  }
 }
 
 TEST(Lowering, MatmulBecomesAGemmKernel) {
