@@ -171,8 +171,11 @@ std::string store_vector(const std::string& at, const std::string& value, DType 
 
 std::string GemmEpilogue::vector_function() const {
   const int64_t M = k_.gemm.m, N = k_.gemm.n;
-  std::string s = fmt::format("static __device__ __forceinline__ void {}_epilogue({}) {{\n", k_.name, function_params());
-  s += fmt::format("  if (m >= {} || n >= {}) return;\n", M, N);
+  // kChecked = false: the caller knows the columns to be inside the output, so no
+  // branch stands between one call's loads and stores and the next call's.
+  std::string s = fmt::format("template <bool kChecked>\nstatic __device__ __forceinline__ void {}_epilogue({}) {{\n",
+                              k_.name, function_params());
+  s += fmt::format("  if (kChecked && (m >= {} || n >= {})) return;\n", M, N);
   for (int i : inputs_) s += fmt::format("  const long long row{} = {};\n", i, row_offset(i));
   for (int o : outputs_)
     s += fmt::format("  const long long row{} = (long long)batch * {}ll + (long long)m * {}ll;\n", o, M * N, N);
@@ -192,7 +195,7 @@ std::string GemmEpilogue::vector_function() const {
     return fmt::format("{}_element({});\n", k_.name, fmt::join(args, ", "));
   };
   const bool edge = N % vec_ != 0;  // a vector of the last columns can run past N
-  s += edge ? fmt::format("  if (n + {} <= {}) {{\n", vec_, N) : "  {\n";
+  s += edge ? fmt::format("  if (!kChecked || n + {} <= {}) {{\n", vec_, N) : "  {\n";
   for (int i : inputs_) {
     const Mode m = mode_of(i);
     const std::string vt = fmt::format("kiln_vec<{}, {}>", type_of(i), vec_);
@@ -219,7 +222,8 @@ std::string GemmEpilogue::vector_function() const {
 
 std::string GemmEpilogue::functions() const { return element_function() + vector_function(); }
 
-std::string GemmEpilogue::call(const std::string& m, const std::string& n, const std::string& acc) const {
+std::string GemmEpilogue::call(const std::string& m, const std::string& n, const std::string& acc,
+                               bool checked) const {
   std::vector<std::string> args;
   for (int i : inputs_) args.push_back(params_[i]);
   for (int o : outputs_) args.push_back(params_[o]);
@@ -227,7 +231,7 @@ std::string GemmEpilogue::call(const std::string& m, const std::string& n, const
   args.push_back(m);
   args.push_back(n);
   args.push_back(acc);
-  return fmt::format("{}_epilogue({});\n", k_.name, fmt::join(args, ", "));
+  return fmt::format("{}_epilogue<{}>({});\n", k_.name, checked ? "true" : "false", fmt::join(args, ", "));
 }
 
 }  // namespace kiln::codegen

@@ -22,8 +22,8 @@ public:
   std::string functions() const;
   // A call that runs the epilogue on columns [n, n + vec) of row m of batch entry
   // `batch` with accumulators `acc` (a float[vec]); rows past M and columns past N
-  // are skipped.
-  std::string call(const std::string& m, const std::string& n, const std::string& acc) const;
+  // are skipped, unless `checked` is false: the caller knows them to be inside.
+  std::string call(const std::string& m, const std::string& n, const std::string& acc, bool checked = true) const;
   // "%bias one vector per row segment; outputs %y 16-byte vectors" for the header.
   std::string describe() const;
 

@@ -96,12 +96,16 @@ std::vector<std::string> TmaOperand::batch_coordinates() const {
 }
 
 std::string TmaOperand::issue(const std::string& in, const std::string& map, const std::string& dst,
-                              const std::string& r0, const std::string& k0, const std::string& bar) const {
+                              const std::string& r0, const std::string& k0, const std::string& bar,
+                              const std::string& multicast) const {
   const std::vector<std::string> batch = batch_coordinates();
   const int rank = 2 + static_cast<int>(batch.size());
   auto load = [&](const std::string& at, const std::string& c0, const std::string& c1) {
     std::vector<std::string> coords = {c0, c1};
     coords.insert(coords.end(), batch.begin(), batch.end());
+    if (!multicast.empty())
+      return fmt::format("{}kiln_tma_multicast_{}d({}, &{}, {}, {}, {});\n", in, rank, at, map, bar, multicast,
+                         fmt::join(coords, ", "));
     return fmt::format("{}kiln_tma_load_{}d({}, &{}, {}, {});\n", in, rank, at, map, bar, fmt::join(coords, ", "));
   };
   if (k_contiguous_) return load(dst, k0, r0);

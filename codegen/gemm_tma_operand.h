@@ -30,9 +30,10 @@ public:
   std::string describe() const;
   // The loads of the tile at (r0 = m0 or n0, k0) of batch entry `batch` into the
   // shared address `dst`, completing on the mbarrier at `bar`; `map` names the
-  // tensor-map parameter.
+  // tensor-map parameter. With a `multicast` mask (an expression), the tile lands at
+  // `dst` in each block of the cluster the mask names, on each one's own mbarrier.
   std::string issue(const std::string& in, const std::string& map, const std::string& dst, const std::string& r0,
-                    const std::string& k0, const std::string& bar) const;
+                    const std::string& k0, const std::string& bar, const std::string& multicast = "") const;
   // The descriptor of the tile at `tile` from row `row` (a multiple of 64) at K slice
   // `kk` (16 elements each).
   std::string descriptor(const std::string& tile, int row, const std::string& kk) const;

@@ -12,6 +12,11 @@
 //     Consumers either split each tile along M (warps_m of them) or take the block's
 //     tiles in turns (warps_n = 2, ping-pong: one's epilogue overlaps the other's
 //     products, since the stages fill in tile order).
+//   clusters of 2 (`cluster = 2`): the two blocks take two tiles one above the other,
+//     which read the same columns of B; each producer loads its own A tile and half of
+//     the B tile, multicast into the shared memory of both blocks, so B crosses from L2
+//     once for the pair. A stage is free once the consumers of both blocks are done
+//     with it: they arrive on the `empty` barriers of both.
 //
 // Tiles go in groups of `group` tile rows, column by column within a group, so that
 // the tiles running at once share rows of A and columns of B in L2; block b takes
@@ -45,11 +50,13 @@ class WgmmaEmitter {
 public:
   explicit WgmmaEmitter(const ir::Kernel& k)
       : k_(k), c_(k.config), params_(param_names(k)), epilogue_(k, params_, kVec), a_(k, true, c_.bm, c_.bk),
-        b_(k, false, c_.bn, c_.bk) {
+        b_(k, false, c_.bn, c_.bk), b_part_(k, false, c_.bn / std::max(1, c_.cluster), c_.bk) {
+    cluster_ = std::max(1, c_.cluster);
     consumers_ = c_.warps_m * c_.warps_n;
     rows_ = c_.bm / c_.warps_m;
     frags_ = rows_ / 64;
     tiles_m_ = ceil_div(k.gemm.m, c_.bm);
+    cluster_rows_ = ceil_div(tiles_m_, cluster_);
     tiles_n_ = ceil_div(k.gemm.n, c_.bn);
     k_steps_ = ceil_div(k.gemm.k, c_.bk);
     split_ = std::max(1, c_.split_k);
@@ -66,8 +73,15 @@ public:
 
 private:
   int64_t total_tiles() const { return tiles_m_ * tiles_n_ * ir::gemm_batch_count(k_.gemm); }
-  // A unit of work is one tile's K slice (the whole of K without a split).
-  int64_t total_units() const { return total_tiles() * split_; }
+  // A unit of work is one tile's K slice (the whole of K without a split); a cluster's
+  // unit is its blocks' tiles, one above the other.
+  int64_t total_units() const { return cluster_rows_ * tiles_n_ * ir::gemm_batch_count(k_.gemm) * split_; }
+  // The index of this block's (or cluster's) first unit, and the stride between its units.
+  std::string first_unit() const { return cluster_ > 1 ? fmt::format("blockIdx.x / {}u", cluster_) : "blockIdx.x"; }
+  std::string unit_stride() const { return cluster_ > 1 ? fmt::format("(gridDim.x / {}u)", cluster_) : "gridDim.x"; }
+  // Where a thread of the block stops: in a cluster, only once the other block is done
+  // with this one's shared memory and barriers.
+  std::string leave() const { return cluster_ > 1 ? "{\n      kiln_cluster_leave();\n      return;\n    }" : "return;"; }
   std::string scratch_name(const char* what) const { return fmt::format("kiln_{}_{}", k_.name, what); }
 
   std::string header() const {
@@ -85,6 +99,10 @@ private:
     if (split_ > 1)
       s += fmt::format("//   K in {} slices of {} steps; each tile's last slice sums the fp32 partials in slice order\n",
                        split_, slice_steps_);
+    if (cluster_ > 1)
+      s += fmt::format("//   clusters of {} blocks on tiles one above the other: each loads its A tile and {} columns of "
+                       "B, multicast to both\n",
+                       cluster_, c_.bn / cluster_);
     s += "//   epilogue: " + epilogue_.describe() + "\n";
     return s;
   }
@@ -120,8 +138,9 @@ private:
     std::vector<std::string> params = gemm_pointer_params(k_, params_);
     params.push_back("const __grid_constant__ kiln_tensor_map map_a");
     params.push_back("const __grid_constant__ kiln_tensor_map map_b");
-    return fmt::format("extern \"C\" __global__ void __launch_bounds__({}, 1) {}({}) {{\n", ir::gemm_threads(c_),
-                       k_.name, fmt::join(params, ", "));
+    const std::string cluster = cluster_ > 1 ? fmt::format("__cluster_dims__({}, 1, 1) ", cluster_) : "";
+    return fmt::format("extern \"C\" __global__ void {}__launch_bounds__({}, 1) {}({}) {{\n", cluster,
+                       ir::gemm_threads(c_), k_.name, fmt::join(params, ", "));
   }
 
   std::string setup() const {
@@ -133,9 +152,15 @@ private:
     s += "  if (threadIdx.x == 0) {\n";
     s += fmt::format("    for (int s = 0; s < {}; ++s) {{\n", c_.stages);
     s += "      kiln_mbarrier_init(full + 8u * s, 1u);  // the producer's arrival, then the bytes\n";
-    s += fmt::format("      kiln_mbarrier_init(empty + 8u * s, {}u);  // one arrival per warp of the consumers of a tile\n",
-                     4 * c_.warps_m);
-    s += "    }\n    kiln_mbarrier_init_fence();\n  }\n  __syncthreads();\n";
+    s += fmt::format("      kiln_mbarrier_init(empty + 8u * s, {}u);  // one arrival per warp of the consumers of a tile{}\n",
+                     4 * c_.warps_m * cluster_, cluster_ > 1 ? " in each block" : "");
+    s += "    }\n    kiln_mbarrier_init_fence();\n  }\n";
+    if (cluster_ > 1) {
+      s += "  kiln_cluster_sync();  // the other block's barriers are ready before anything lands in them\n";
+      s += "  const unsigned rank = kiln_cluster_rank();  // which tile of the cluster's pair, which half of B\n";
+    } else {
+      s += "  __syncthreads();\n";
+    }
     s += "  const int warpgroup = (int)threadIdx.x / " + std::to_string(kWarpgroup) + ";\n";
     return s;
   }
@@ -143,7 +168,7 @@ private:
   // The coordinates of work unit `unit`: its tile (batch, m0, n0), its K slice and the
   // slice's K steps [first_step, first_step + steps).
   std::string tile_coordinates(const std::string& in) const {
-    const int64_t per_matrix = tiles_m_ * tiles_n_, group_tiles = int64_t{c_.group} * tiles_n_;
+    const int64_t per_matrix = cluster_rows_ * tiles_n_, group_tiles = int64_t{c_.group} * tiles_n_;
     std::string s;
     if (split_ > 1) {
       s += fmt::format("{}const long long tile = unit / {};\n", in, split_);
@@ -157,20 +182,28 @@ private:
     s += fmt::format("{}const unsigned batch = (unsigned)(tile / {});\n", in, per_matrix);
     s += fmt::format("{}const int t = (int)(tile % {});\n", in, per_matrix);
     s += fmt::format("{}const int group_first = t / {} * {};\n", in, group_tiles, c_.group);
-    s += fmt::format("{}const int group_rows = min({} - group_first, {});\n", in, tiles_m_, c_.group);
-    s += fmt::format("{}const int m0 = (group_first + t % {} % group_rows) * {};\n", in, group_tiles, c_.bm);
+    s += fmt::format("{}const int group_rows = min({} - group_first, {});\n", in, cluster_rows_, c_.group);
+    if (cluster_ > 1)
+      s += fmt::format("{}const int m0 = (group_first + t % {} % group_rows) * {} + (int)rank * {};\n", in, group_tiles,
+                       c_.bm * cluster_, c_.bm);
+    else
+      s += fmt::format("{}const int m0 = (group_first + t % {} % group_rows) * {};\n", in, group_tiles, c_.bm);
     s += fmt::format("{}const int n0 = (t % {} / group_rows) * {};\n", in, group_tiles, c_.bn);
     return s;
   }
 
   std::string tile_loop(const std::string& in) const {
-    return fmt::format("{}for (long long unit = blockIdx.x; unit < {}ll; unit += gridDim.x) {{\n", in, total_units());
+    return fmt::format("{}for (long long unit = {}; unit < {}ll; unit += {}) {{\n", in, first_unit(), total_units(),
+                       unit_stride());
   }
 
   std::string producer() const {
     std::string s = "  if (warpgroup == 0) {  // the producer\n";
     s += fmt::format("    kiln_registers_release<{}>();\n", kProducerRegisters);
-    s += "    if (threadIdx.x != 0) return;\n";
+    // In a cluster the whole first warp walks the stages (its first thread issues the
+    // loads), so that no thread of it waits at the cluster barrier while another works.
+    if (cluster_ > 1) s += "    if (threadIdx.x >= 32) " + leave() + "\n";
+    else s += "    if (threadIdx.x != 0) return;\n";
     s += "    int stage = 0;\n    unsigned phase = 0;\n";
     s += tile_loop("    ");
     s += tile_coordinates("      ");
@@ -179,12 +212,24 @@ private:
     const std::string in = "        ";
     s += in + "kiln_mbarrier_wait(empty + 8u * stage, phase ^ 1u);  // the consumers are done with it\n";
     s += in + "const unsigned at = smem + stage * " + std::to_string(stage_bytes_) + "u, bar = full + 8u * stage;\n";
-    s += in + fmt::format("kiln_mbarrier_expect_bytes(bar, {}u);\n", stage_bytes_);
-    s += in + "const int k0 = step * " + std::to_string(c_.bk) + ";\n";
-    s += a_.issue(in, "map_a", "at", "m0", "k0", "bar");
-    s += b_.issue(in, "map_b", "at + " + std::to_string(a_.tile_bytes()) + "u", "n0", "k0", "bar");
+    if (cluster_ > 1) {
+      const std::string issuer = in + "  ";
+      s += in + "if (threadIdx.x == 0) {\n";
+      s += issuer + fmt::format("kiln_mbarrier_expect_bytes(bar, {}u);\n", stage_bytes_);
+      s += issuer + "const int k0 = step * " + std::to_string(c_.bk) + ";\n";
+      s += a_.issue(issuer, "map_a", "at", "m0", "k0", "bar");
+      s += b_part_.issue(issuer, "map_b", fmt::format("at + {}u + rank * {}u", a_.tile_bytes(), b_part_.tile_bytes()),
+                         fmt::format("n0 + (int)rank * {}", c_.bn / cluster_), "k0", "bar",
+                         fmt::format("(unsigned short){}", (1 << cluster_) - 1));
+      s += in + "}\n" + in + "__syncwarp();\n";
+    } else {
+      s += in + fmt::format("kiln_mbarrier_expect_bytes(bar, {}u);\n", stage_bytes_);
+      s += in + "const int k0 = step * " + std::to_string(c_.bk) + ";\n";
+      s += a_.issue(in, "map_a", "at", "m0", "k0", "bar");
+      s += b_.issue(in, "map_b", "at + " + std::to_string(a_.tile_bytes()) + "u", "n0", "k0", "bar");
+    }
     s += fmt::format("{}if (++stage == {}) {{\n{}  stage = 0;\n{}  phase ^= 1u;\n{}}}\n", in, c_.stages, in, in, in);
-    s += "      }\n    }\n    return;\n  }\n";
+    s += "      }\n    }\n    " + leave() + "\n  }\n";
     return s;
   }
 
@@ -206,8 +251,8 @@ private:
     s += "  const int warp = (int)threadIdx.x / 32 % 4, lane = (int)threadIdx.x % 32;\n";
     s += fmt::format("  float acc[{}][{}];\n", frags_, regs);
     if (c_.warps_n == 1) s += "  unsigned long long step_of_block = 0;  // K steps of the block's units so far\n";
-    s += fmt::format("  for (long long unit = blockIdx.x + turn * gridDim.x; unit < {}ll; unit += {} * gridDim.x) {{\n",
-                     total_units(), c_.warps_n);
+    s += fmt::format("  for (long long unit = {} + turn * {}; unit < {}ll; unit += {} * {}) {{\n", first_unit(),
+                     unit_stride(), total_units(), c_.warps_n, unit_stride());
     s += tile_coordinates("    ");
     if (c_.warps_n > 1) {  // the units before this one, every one K steps long (no split)
       s += fmt::format("    // The block's tiles pass through the stages in order, {} K steps each.\n", k_steps_);
@@ -241,15 +286,22 @@ private:
     s += in + "}\n";
     s += in + "kiln_wgmma_commit();\n";
     s += in + "kiln_wgmma_wait<1>();  // the step before has finished: its stage is free\n";
-    s += in + "if (previous >= 0 && lane == 0) kiln_mbarrier_arrive(empty + 8u * previous);\n";
+    s += in + "if (previous >= 0 && lane == 0) " + release_stage("previous") + "\n";
     s += in + "previous = stage;\n";
     s += "    }\n";
     if (c_.warps_n > 1) s += "    kiln_named_barrier_arrive(3 - turn, 256);  // the other consumer's turn\n";
     s += "    kiln_wgmma_wait<0>();\n";
-    s += "    if (lane == 0) kiln_mbarrier_arrive(empty + 8u * previous);\n";
+    s += "    if (lane == 0) " + release_stage("previous") + "\n";
     s += split_ > 1 ? split_epilogue() : epilogue();
     s += "  }\n";
+    if (cluster_ > 1) s += "  kiln_cluster_leave();\n";
     return s;
+  }
+
+  // A consumer warp's arrival on a stage's `empty` barrier (of every block of the cluster).
+  std::string release_stage(const std::string& stage) const {
+    if (cluster_ > 1) return fmt::format("kiln_mbarrier_arrive_cluster<{}>(empty + 8u * {});", cluster_, stage);
+    return fmt::format("kiln_mbarrier_arrive(empty + 8u * {});", stage);
   }
 
   // A thread's accumulators with their positions: `visit(row, col, first)` for each
@@ -318,12 +370,20 @@ private:
 
   // Thread l of warp w holds, for each 8-column group j of an m64 product, rows
   // 16 w + l / 4 and that + 8, columns 8 j + 2 (l % 4) and the next.
+  // A consumer's part wholly inside the output skips the bounds checks: with no branch
+  // between them, the compiler interleaves the pairs' loads, arithmetic and stores.
   std::string epilogue() const {
+    auto pairs = [&](bool checked) {
+      return accumulator_loop([&](const std::string& row, const std::string& col, const std::string& first) {
+        return fmt::format("        {{\n          const float pair[2] = {{acc[f][{}], acc[f][{} + 1]}};\n          {}"
+                           "        }}\n",
+                           first, first, epilogue_.call(row, col, "pair", checked));
+      });
+    };
     std::string s = "    // The epilogue on the accumulators, two columns at a time.\n";
-    s += accumulator_loop([&](const std::string& row, const std::string& col, const std::string& first) {
-      return fmt::format("        {{\n          const float pair[2] = {{acc[f][{}], acc[f][{} + 1]}};\n          {}        }}\n",
-                         first, first, epilogue_.call(row, col, "pair"));
-    });
+    s += fmt::format("    if (m0 + part * {} + {} <= {} && n0 + {} <= {}) {{\n", rows_, rows_, k_.gemm.m, c_.bn,
+                     k_.gemm.n);
+    s += pairs(false) + "    } else {\n" + pairs(true) + "    }\n";
     return s;
   }
 
@@ -332,8 +392,9 @@ private:
   std::vector<std::string> params_;
   GemmEpilogue epilogue_;
   TmaOperand a_, b_;
-  int consumers_ = 1, rows_ = 64, frags_ = 1;
-  int64_t tiles_m_ = 0, tiles_n_ = 0, k_steps_ = 0, split_ = 1, slice_steps_ = 0;
+  TmaOperand b_part_;  // the columns of B one block of a cluster loads (all of them without one)
+  int consumers_ = 1, rows_ = 64, frags_ = 1, cluster_ = 1;
+  int64_t tiles_m_ = 0, cluster_rows_ = 0, tiles_n_ = 0, k_steps_ = 0, split_ = 1, slice_steps_ = 0;
   int stage_bytes_ = 0;
 };
 
@@ -342,12 +403,14 @@ private:
 LaunchDims gemm_wgmma_launch_dims(const ir::Kernel& k) {
   const ir::TileConfig& c = k.config;
   LaunchDims d;
-  const int64_t tiles =
-      ceil_div(k.gemm.m, c.bm) * ceil_div(k.gemm.n, c.bn) * ir::gemm_batch_count(k.gemm) * std::max(1, c.split_k);
-  d.grid[0] = static_cast<unsigned>(std::min<int64_t>(tiles, ir::kTargetSMs));
+  const int cluster = std::max(1, c.cluster);
+  const int64_t units = ceil_div(ceil_div(k.gemm.m, c.bm), cluster) * ceil_div(k.gemm.n, c.bn) *
+                        ir::gemm_batch_count(k.gemm) * std::max(1, c.split_k);
+  // A block an SM (a whole number of clusters), each walking units.
+  d.grid[0] = static_cast<unsigned>(std::min<int64_t>(units, ir::kTargetSMs / cluster) * cluster);
   d.block[0] = static_cast<unsigned>(ir::gemm_threads(c));
   d.shared_bytes = static_cast<unsigned>(ir::gemm_shared_bytes(k, c));
-  for (const TmaOperand& op : {TmaOperand(k, true, c.bm, c.bk), TmaOperand(k, false, c.bn, c.bk)}) {
+  for (const TmaOperand& op : {TmaOperand(k, true, c.bm, c.bk), TmaOperand(k, false, c.bn / cluster, c.bk)}) {
     TensorMapSpec spec = op.spec();
     if (op.staged()) {
       spec.staged = static_cast<int>(d.staged.size());

@@ -30,8 +30,27 @@ std::string tma_load(int rank) {
       rank, params, rank, coords, operands);
 }
 
+// The same load multicast: the tile lands at `dst` in every block of the cluster whose
+// bit is set in `mask`, each completing the mbarrier at `bar` of its own shared memory.
+std::string tma_multicast(int rank) {
+  std::string params, coords, operands;
+  for (int d = 0; d < rank; ++d) {
+    params += fmt::format(", int c{}", d);
+    coords += fmt::format("{}%{}", d ? ", " : "", d + 4);
+    operands += fmt::format(", \"r\"(c{})", d);
+  }
+  return fmt::format(
+      "static __device__ __forceinline__ void kiln_tma_multicast_{}d(unsigned dst, const void* map, unsigned bar, "
+      "unsigned short mask{}) {{\n"
+      "  asm volatile(\"cp.async.bulk.tensor.{}d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
+      "[%0], [%1, {{{}}}], [%2], %3;\"\n"
+      "               :: \"r\"(dst), \"l\"(map), \"r\"(bar), \"h\"(mask){} : \"memory\");\n}}\n",
+      rank, params, rank, coords, operands);
+}
+
 const DeviceHelper* helpers(size_t& count) {
   static const std::string loads[] = {tma_load(2), tma_load(3), tma_load(4), tma_load(5)};
+  static const std::string multicasts[] = {tma_multicast(2), tma_multicast(3), tma_multicast(4), tma_multicast(5)};
   static const DeviceHelper table[] = {
       // An mbarrier that completes a phase once `count` threads have arrived (and, for
       // the copy engine's barriers, once the bytes they expect have landed).
@@ -64,6 +83,34 @@ const DeviceHelper* helpers(size_t& count) {
       {"kiln_tma_load_3d", loads[1].c_str()},
       {"kiln_tma_load_4d", loads[2].c_str()},
       {"kiln_tma_load_5d", loads[3].c_str()},
+      {"kiln_tma_multicast_2d", multicasts[0].c_str()},
+      {"kiln_tma_multicast_3d", multicasts[1].c_str()},
+      {"kiln_tma_multicast_4d", multicasts[2].c_str()},
+      {"kiln_tma_multicast_5d", multicasts[3].c_str()},
+      // Waits, thread by thread (the threads of a warp need not arrive together), until
+      // every thread of the cluster has come here: a block leaves only once the other no
+      // longer touches its shared memory.
+      {"kiln_cluster_leave",
+       "static __device__ __forceinline__ void kiln_cluster_leave() {\n"
+       "  asm volatile(\"barrier.cluster.arrive.release;\\n\\tbarrier.cluster.wait.acquire;\" ::: \"memory\");\n}\n"},
+      // This block's rank in its cluster.
+      {"kiln_cluster_rank",
+       "static __device__ __forceinline__ unsigned kiln_cluster_rank() {\n"
+       "  unsigned rank;\n  asm volatile(\"mov.u32 %0, %%cluster_ctarank;\" : \"=r\"(rank));\n  return rank;\n}\n"},
+      // Arrives on the mbarrier at `bar` (an address in this block's shared memory) of
+      // every block of a cluster of C: a stage that both blocks fill is free once the
+      // consumers of both are done with it. The arrival keeps the default release at CTA
+      // scope: the products that read the stage have completed (wgmma's wait) before it,
+      // and release at cluster scope compiles to a GPU-wide memory barrier each K step.
+      {"kiln_mbarrier_arrive_cluster",
+       "template <int C> static __device__ __forceinline__ void kiln_mbarrier_arrive_cluster(unsigned bar) {\n"
+       "#pragma unroll\n"
+       "  for (unsigned r = 0; r < C; ++r) {\n"
+       "    unsigned remote;\n"
+       "    asm volatile(\"mapa.shared::cluster.u32 %0, %1, %2;\" : \"=r\"(remote) : \"r\"(bar), \"r\"(r));\n"
+       "    asm volatile(\"mbarrier.arrive.shared::cluster.b64 _, [%0];\" :: \"r\"(remote) : "
+       "\"memory\");\n"
+       "  }\n}\n"},
       // Registers move between warpgroups: the producer gives most of its own back, the
       // consumers take them for their accumulators.
       {"kiln_registers_release",

@@ -40,8 +40,13 @@ constexpr Rule kRules[] = {
     {OpKind::Sigmoid, nullptr, "(1.0f / (1.0f + expf(-{0})))", nullptr},
     {OpKind::Relu, nullptr, "({0} < 0.0f ? 0.0f : {0})", nullptr},  // keeps NaN
     {OpKind::Gelu, "none", "(0.5f * {0} * (1.0f + erff({0} * 0.70710678118654752f)))", nullptr},
-    {OpKind::Gelu, "tanh", "(0.5f * {0} * (1.0f + tanhf(0.7978845608028654f * ({0} + 0.044715f * {0} * {0} * {0}))))",
-     nullptr},
+    // 0.5 x (1 + tanh(u)) is x sigmoid(2 u) = x / (1 + exp(-2 u)): one exponential and one
+    // reciprocal on the multifunction unit, no branch (a GEMM epilogue runs it on every
+    // element while the Tensor Cores wait; tanhf took 11 more instructions an element, and
+    // an IEEE reciprocal a call to its slow path). Past exp's range the divisor is inf and
+    // the quotient -0, gelu's limit.
+    {OpKind::Gelu, "tanh",
+     "__fdividef({0}, 1.0f + __expf(-1.5957691216057308f * ({0} + 0.044715f * {0} * {0} * {0})))", nullptr},
     {OpKind::Silu, nullptr, "({0} * (1.0f / (1.0f + expf(-{0}))))", nullptr},
     {OpKind::Add, nullptr, "({0} + {1})", "kiln_sat_i32((long long){0} + {1})"},
     {OpKind::Sub, nullptr, "({0} - {1})", "kiln_sat_i32((long long){0} - {1})"},

@@ -85,6 +85,8 @@ void validate_gemm(const Kernel& k, const TileConfig& c) {
     throw Error(fmt::format("kernel @{}: tile config {}: {}", k.name, c.str(), rule));
   };
   const GemmCore& g = k.gemm;
+  if (c.cluster > 1 && c.schedule != kWgmma)
+    fail("clusters of blocks take the wgmma schedule only (they share its TMA loads)");
   if (c.schedule == kGemv) {
     validate_gemm_gemv(k, c);
     return;

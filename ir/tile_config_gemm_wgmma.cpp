@@ -12,7 +12,11 @@
 // of 64 (tiles stored N-contiguous load as 64-column boxes) up to 256 (the widest
 // wgmma); bk is 128 bytes of K (one 128-byte swizzle row). split_k > 1 cuts K into
 // slices, a unit of work each, for products whose tiles leave SMs idle; the last unit
-// of a tile sums the slices' fp32 partials in slice order.
+// of a tile sums the slices' fp32 partials in slice order. cluster = 2 pairs blocks on
+// two tiles one above the other: each loads half of the B tile they share and
+// multicasts it to both, so B crosses from L2 once a pair (a third less traffic at
+// 128 x 256); the pairs need an even count of tile rows, one consumer set a block and
+// no K split.
 #include <fmt/format.h>
 
 #include <optional>
@@ -88,6 +92,20 @@ void validate_gemm_wgmma(const Kernel& k, const TileConfig& c) {
   if (c.bk * dtype_bytes(k.gemm.operand_dtype) != 128) fail("bk must be 128 bytes of K (64 f16 or bf16)");
   if (c.stages < 2 || c.stages > 8) fail("stages must be 2 to 8");
   if (c.split_k < 1) fail("split_k must be 1 or more");
+  const int cluster = std::max(1, c.cluster);
+  if (c.cluster < 0 || cluster > 2)
+    fail("cluster must be 1 or 2 blocks (two tiles one above the other, sharing the loads of their B tile)");
+  if (cluster == 2) {
+    if (c.warps_n != 1) fail("consumers taking tiles in turns (warps_n = 2) do not run in clusters");
+    if (c.split_k > 1) fail("the blocks of a cluster do not split K");
+    if (ceil_div(k.gemm.m, c.bm) % 2 != 0)
+      fail(fmt::format("a cluster of 2 takes tile rows in pairs, and M = {} makes {} tile rows of {}", k.gemm.m,
+                       ceil_div(k.gemm.m, c.bm), c.bm));
+    if (!gemm_layout(k, false).k_contiguous && c.bn / 2 % 64 != 0)
+      fail(fmt::format("B is stored N-contiguous, in boxes of 64 columns, so each block's half of bn = {} must be a "
+                       "multiple of 64",
+                       c.bn));
+  }
   if (c.split_k > 1) {
     if (c.warps_n != 1) fail("consumers taking tiles in turns (warps_n = 2) do not split K");
     const int64_t steps = ceil_div(k.gemm.k, c.bk), slice = ceil_div(steps, c.split_k);
@@ -115,16 +133,23 @@ std::vector<TileConfig> gemm_wgmma_sweep(const Kernel& k) {
   const int bk = 128 / dtype_bytes(k.gemm.operand_dtype);
   for (const Shape& s : kShapes) {
     if (s.bm >= 2 * k.gemm.m + 64 || s.bn >= 2 * k.gemm.n + 64) continue;  // tiles mostly past the product
-    for (int stages : {3, 4, 5, 6})
-      for (int split : wgmma_splits(k, s.bm, s.bn)) {
-        TileConfig c{.schedule = kWgmma, .bm = s.bm, .bn = s.bn, .bk = bk, .warps_m = s.warps_m, .warps_n = s.warps_n,
-                     .stages = stages, .group = 8, .split_k = split};
-        try {
-          validate_gemm(k, c);
-          out.push_back(c);
-        } catch (const Error&) {
-        }
+    auto add = [&](TileConfig c) {
+      try {
+        validate_gemm(k, c);
+        out.push_back(c);
+      } catch (const Error&) {
       }
+    };
+    for (int stages : {3, 4, 5, 6})
+      for (int split : wgmma_splits(k, s.bm, s.bn))
+        add(TileConfig{.schedule = kWgmma, .bm = s.bm, .bn = s.bn, .bk = bk, .warps_m = s.warps_m,
+                       .warps_n = s.warps_n, .stages = stages, .group = 8, .split_k = split});
+    for (int stages : {4, 5}) {  // pairs of blocks sharing B (where the tile rows pair up)
+      TileConfig c{.schedule = kWgmma, .bm = s.bm, .bn = s.bn, .bk = bk, .warps_m = s.warps_m, .warps_n = s.warps_n,
+                   .stages = stages, .group = 8, .split_k = 1};
+      c.cluster = 2;
+      add(c);
+    }
   }
   return out;
 }

@@ -170,7 +170,7 @@ TEST(GemmCodegen, TheSourceReadsAsAGemm) {
   const std::string cuda = codegen::emit_cuda(on_mma_sync(gemm_kernel(DType::f16, {4096, 4096, 4096})));
   for (const char* part : {"// ---- kernel k0: gemm 4096 x 4096 x 4096", "// Fuses:", "%1 = add", "// Config {",
                            "kiln_ldmatrix_x4_trans(", "kiln_mma_f16(", "kiln_copy_async16_zfill(",
-                           "kiln_copy_async_wait_group<", "groups of 8 tile rows", "k0_epilogue(",
+                           "kiln_copy_async_wait_group<", "groups of 8 tile rows", "k0_epilogue<",
                            "kiln_store16(reinterpret_cast<uint4*>(out_"})
     EXPECT_TRUE(contains(cuda, part)) << part << "\n" << cuda;
   // The main loop is written once.

@@ -205,8 +205,85 @@ TEST(GemmWgmma, TheSourceReadsAsAWarpSpecialisedGemm) {
   for (const char* part : {"a producer warpgroup, 2 consumer warpgroups", "wgmma.mma_async.sync.aligned.m64n256k16",
                            "kiln_tma_load_2d(", "kiln_mbarrier_expect_bytes(", "kiln_registers_release<40>",
                            "kiln_registers_claim<232>", "const __grid_constant__ kiln_tensor_map map_a",
-                           "kiln_wgmma_wait<1>", "k0_epilogue(", "groups of 8 tile rows"})
+                           "kiln_wgmma_wait<1>", "k0_epilogue<", "groups of 8 tile rows"})
     EXPECT_TRUE(contains(cuda, part)) << part << "\n" << cuda;
+}
+
+// Clusters of 2: two blocks on tiles one above the other share B's loads.
+ir::Kernel clustered(ir::Kernel k) {
+  k.config.cluster = 2;
+  ir::validate(k, k.config);
+  return k;
+}
+
+TEST(GemmWgmma, ClustersOfTwoSayWhichRule) {
+  const ir::Kernel k = product(DType::f16, 4096, 4096, 4096);
+  auto error = [](const ir::Kernel& kernel, ir::TileConfig c) {
+    try {
+      ir::validate(kernel, c);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  ir::TileConfig c = k.config;
+  c.cluster = 2;
+  EXPECT_EQ(error(k, c), "(no error)");
+  c.cluster = 4;
+  EXPECT_TRUE(contains(error(k, c), "cluster must be 1 or 2 blocks")) << error(k, c);
+  c = k.config;
+  c.cluster = 2;
+  c.bm = 64;
+  c.warps_m = 1;
+  c.warps_n = 2;
+  EXPECT_TRUE(contains(error(k, c), "do not run in clusters")) << error(k, c);
+  // 4000 rows make 32 tile rows of 128, 3968 rows 31: the last would have no partner.
+  EXPECT_EQ(error(product(DType::f16, 4000, 4096, 4096), clustered(k).config), "(no error)");
+  EXPECT_TRUE(contains(error(product(DType::f16, 3968, 4096, 4096), clustered(k).config), "tile rows in pairs"));
+  // B stored N-contiguous loads in 64-column boxes: halves of 192 columns do not split them.
+  c = clustered(k).config;
+  c.bn = 192;
+  EXPECT_TRUE(contains(error(k, c), "multiple of 64")) << error(k, c);
+  EXPECT_EQ(error(product(DType::f16, 4096, 4096, 4096, false, true), c), "(no error)");  // B K-contiguous
+  // Other schedules take no cluster.
+  c = k.config;
+  c.schedule = ir::kMmaSync;
+  c.bm = c.bn = 128;
+  c.warps_m = c.warps_n = 2;
+  c.stages = 3;
+  c.cluster = 2;
+  EXPECT_TRUE(contains(error(k, c), "wgmma schedule only")) << error(k, c);
+}
+
+TEST(GemmWgmma, ClustersLoadHalfOfBEachAndLaunchInPairs) {
+  const ir::Kernel k = clustered(product(DType::f16, 4096, 4096, 4096, false, false, true));
+  const std::string cuda = codegen::emit_cuda(k);
+  for (const char* part : {"__cluster_dims__(2, 1, 1)", "kiln_tma_multicast_2d(", "(unsigned short)3",
+                           "n0 + (int)rank * 128", "kiln_mbarrier_arrive_cluster<2>(", "kiln_cluster_leave();",
+                           "unit = blockIdx.x / 2u", "one arrival per warp of the consumers of a tile in each block"})
+    EXPECT_TRUE(contains(cuda, part)) << part << "\n" << cuda;
+  const codegen::LaunchDims d = codegen::launch_dims(k);
+  EXPECT_EQ(d.grid[0] % 2, 0u);
+  EXPECT_EQ(d.tensor_maps[1].box[1], 64u);  // B N-contiguous: boxes of 64 K rows x 64 columns, two a block
+  // B K-contiguous: one box of 128 of the tile's 256 rows a block.
+  const codegen::LaunchDims t = codegen::launch_dims(clustered(product(DType::f16, 4096, 4096, 4096, false, true)));
+  EXPECT_EQ(t.tensor_maps[1].box[1], 128u);
+  // A product of 2 x 2 tiles: one cluster a column of tiles.
+  ir::Kernel small = product(DType::f16, 256, 512, 512);
+  small.config = k.config;
+  EXPECT_EQ(codegen::launch_dims(clustered(small)).grid[0], 4u);
+}
+
+TEST(GemmWgmma, ClusteredKernelsCompileWithoutWarningOrSpillInEveryTranspose) {
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      SCOPED_TRACE(fmt::format("transpose_a {} transpose_b {}", ta, tb));
+      const std::string log = compile_log(clustered(product(DType::f16, 4096, 4096, 4096, ta, tb, /*gelu=*/true)));
+      EXPECT_FALSE(contains(log, "warning")) << log;
+      EXPECT_EQ(spill_bytes(log), 0) << log;
+    }
+  const std::vector<ir::TileConfig> all = ir::candidates(product(DType::bf16, 4096, 4096, 4096));
+  EXPECT_GE(std::count_if(all.begin(), all.end(), [](const ir::TileConfig& c) { return c.cluster == 2; }), 6);
 }
 
 }  // namespace
