@@ -152,6 +152,9 @@ thread_local bool current_arch_specific = true;  // the H200's sm_90a
 
 int target_sm() { return current_target_sm; }
 bool target_arch_specific() { return current_arch_specific; }
+std::string target_arch() {
+  return "sm_" + std::to_string(current_target_sm) + (current_arch_specific ? "a" : "");
+}
 
 int sm_of_arch(const std::string& arch) {
   size_t at = arch.find('_');

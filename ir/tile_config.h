@@ -119,6 +119,8 @@ int target_sm();
 // Whether the target names its generation's own features ("sm_90a": wgmma, setmaxnreg),
 // which code for plain "sm_90" may not use. True unless a TargetScope says otherwise.
 bool target_arch_specific();
+// The target as an arch name: "sm_90a", "sm_90", "sm_80".
+std::string target_arch();
 // "sm_80" -> 80, "sm_90a" -> 90, "compute_90" -> 90; 0 when `arch` names no generation.
 int sm_of_arch(const std::string& arch);
 class TargetScope {

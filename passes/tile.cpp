@@ -27,7 +27,7 @@ namespace {
 
 // The recorded config of `k`, when the database holds one that is still legal.
 std::optional<ir::TileConfig> recorded_config(const runtime::TuningDb& db, const ir::Kernel& k, int debug) {
-  runtime::TuningKey key = runtime::current_key(k);
+  runtime::TuningKey key = runtime::current_key(k, ir::target_arch());
   const runtime::TuningRecord* record = db.find(key);
   if (!record) {
     if (debug >= 2) std::cerr << fmt::format("kiln: {}: no tuning record: {}\n", k.name, db.explain_miss(key));

@@ -84,7 +84,7 @@ void Program::tune_kernels() {
   const TuningDb db = TuningDb::load(db_path);
   std::vector<size_t> todo;
   for (size_t i = 0; i < plan_.kernels.size(); ++i)
-    if (mode == knobs::TuneMode::Refresh || !db.find(current_key(plan_.kernels[i]))) todo.push_back(i);
+    if (mode == knobs::TuneMode::Refresh || !db.find(current_key(plan_.kernels[i], arch_))) todo.push_back(i);
   if (todo.empty()) return;
 
   std::vector<KernelReference> refs = kernel_references(*optimised_, plan_.kernels);

@@ -112,7 +112,7 @@ std::string kernel_signature(const ir::Kernel& k) {
   return sha256_hex(ir::print(bare));
 }
 
-TuningKey current_key(const ir::Kernel& k) {
+TuningKey current_key(const ir::Kernel& k, const std::string& arch) {
   TuningKey key;
   key.signature = kernel_signature(k);
   if (gpu_available()) {
@@ -121,6 +121,7 @@ TuningKey current_key(const ir::Kernel& k) {
   } else {
     key.arch = knobs::arch().value_or("sm_90a");
   }
+  if (!arch.empty()) key.arch = arch;
   key.nvrtc_version = nvrtc_version();
   key.kiln_version = KILN_VERSION;
   return key;

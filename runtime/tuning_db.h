@@ -29,7 +29,9 @@ struct TuningKey {
 
 // The key of `k` on the device that records are looked up for: the GPU when there is
 // one, else an empty device name and the arch KILN_ARCH names (sm_90a when unset).
-TuningKey current_key(const ir::Kernel& k);
+// `arch`: the target the kernel is compiled for (empty: the GPU's own, else KILN_ARCH or
+// sm_90a); records tuned for one target are found only when compiling for it.
+TuningKey current_key(const ir::Kernel& k, const std::string& arch = "");
 
 // How one candidate fared. A time of infinity means it cannot be used.
 enum class TrialStatus { Ok, CompileFailed, OutOfResources, CheckFailed, StoppedEarly, OverBudget, NotTimed };

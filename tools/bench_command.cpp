@@ -310,7 +310,7 @@ runtime::Program tuned_program(const ir::Graph& g, const runtime::Program& heuri
   std::vector<ir::Kernel> kernels;
   std::vector<size_t> todo;
   for (const runtime::CompiledKernel& k : heuristic.kernels()) {
-    if (mode == knobs::TuneMode::Refresh || !db.find(runtime::current_key(k.kernel))) todo.push_back(kernels.size());
+    if (mode == knobs::TuneMode::Refresh || !db.find(runtime::current_key(k.kernel, heuristic.arch()))) todo.push_back(kernels.size());
     kernels.push_back(k.kernel);
   }
   if (todo.empty()) {

@@ -247,3 +247,17 @@ TEST(KernelSignature, IgnoresConfigAndName) {
 TEST(KernelSignature, DependsOnShapes) {
   EXPECT_NE(runtime::kernel_signature(add_kernel({64, 256})), runtime::kernel_signature(add_kernel({64, 257})));
 }
+
+// A record tuned for one target (kiln tune --arch sm_90) is found when compiling for it,
+// and not for another: the key's arch is the target compiled for, not the GPU's own.
+TEST(TuningKey, NamesTheTargetCompiledFor) {
+  const ir::Kernel k = add_kernel({64, 256});
+  EXPECT_EQ(runtime::current_key(k, "sm_90").arch, "sm_90");
+  EXPECT_EQ(runtime::current_key(k, "sm_80").arch, "sm_80");
+  {
+    const ir::TargetScope target("sm_90");
+    EXPECT_EQ(ir::target_arch(), "sm_90");
+  }
+  const ir::TargetScope target("sm_80");
+  EXPECT_EQ(ir::target_arch(), "sm_80");
+}
