@@ -40,6 +40,9 @@ constexpr int kMaxInputSets = 8;
 constexpr double kFinalistMargin = 0.10;
 constexpr size_t kMaxFinalists = 64;
 constexpr int kFinalRounds = 7;
+// GPU time a candidate runs untimed before its first timing: long enough for the clocks
+// to come back up after the host's compile and check (bench/NOTES.md, 2026-12-02).
+constexpr float kWarmUpMs = 20.0f;
 constexpr double kTie = 0.03;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
@@ -115,13 +118,16 @@ double median_of(std::vector<double> samples) {
 // Times one loaded candidate, rotating the input sets; the median of `reps` runs.
 // A launch shorter than kGraphTimingBelowMs is timed again in a CUDA graph: event pairs
 // around it measure the host's launch as much as the kernel and rank candidates wrongly.
+// One launch of a candidate on the next input set in turn.
+void launch_candidate(const ir::Kernel& k, const Loaded& l, const std::vector<ArgSet>& sets, size_t& turn) {
+  const LaunchArgs& args = *l.args[turn++ % sets.size()];
+  args.stage();  // a staged operand's copy is part of the kernel's time
+  launch_kernel(l.fn, l.grid, l.block, l.shared_bytes, args.pointers(), k.name);
+}
+
 double time_candidate(const ir::Kernel& k, const Loaded& l, std::vector<ArgSet>& sets, int warmup, int reps) {
   size_t turn = 0;
-  auto launch = [&] {
-    const LaunchArgs& args = *l.args[turn++ % sets.size()];
-    args.stage();  // a staged operand's copy is part of the kernel's time
-    launch_kernel(l.fn, l.grid, l.block, l.shared_bytes, args.pointers(), k.name);
-  };
+  auto launch = [&] { launch_candidate(k, l, sets, turn); };
   const double ms = time_kernel_ms(launch, warmup, reps);
   if (ms >= kGraphTimingBelowMs) return ms;
   return time_in_graph_ms(launch, 1, reps, static_cast<int>(std::max<size_t>(sets.size(), 10)));
@@ -321,6 +327,10 @@ TuneResult tune_kernel(const ir::Kernel& k, const KernelReference& ref, const Tu
       if (!passed) {
         t.status = TrialStatus::CheckFailed;
       } else {
+        // Clocks drop while the host compiles and checks: run the candidate until they are
+        // back up before its first timing.
+        size_t turn = 0;
+        warm_up_for_ms([&] { launch_candidate(k, *l, arg_sets, turn); }, kWarmUpMs);
         double first = time_candidate(k, *l, arg_sets, options.warmup, 1);
         if (first > options.early_stop * best_ms) {
           t.status = TrialStatus::StoppedEarly;

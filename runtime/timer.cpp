@@ -54,6 +54,23 @@ float time_kernel_ms(const std::function<void()>& launch, int warmup, int reps) 
   return median(std::move(times));
 }
 
+int warm_up_for_ms(const std::function<void()>& launch, float min_ms) {
+  if (!(min_ms >= 0)) throw Error(fmt::format("warm_up_for_ms needs min_ms >= 0, got {}", min_ms));
+  Device::get();
+  int calls = 0, batch = 1;
+  for (float spent = 0; spent < min_ms;) {
+    Event start, stop;
+    start.record();
+    for (int i = 0; i < batch; ++i) launch();
+    stop.record();
+    stop.synchronize();
+    calls += batch;
+    spent += stop.elapsed_ms_since(start);
+    batch = std::min(batch * 2, 4096);  // short kernels: larger batches keep the GPU busy
+  }
+  return calls;
+}
+
 namespace {
 
 // A non-blocking stream, a captured graph and its executable, destroyed in that order.

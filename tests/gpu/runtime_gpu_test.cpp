@@ -314,6 +314,32 @@ TEST(RuntimeGpu, GraphTimingRunsTheCapturedLaunches) {
               graph * 1e3);
 }
 
+// The tuner's warm-up runs a kernel until the GPU has spent the time asked in it: the
+// calls it made, timed again, take about that long at least; asking for none makes none.
+TEST(RuntimeGpu, WarmUpRunsUntilTheGpuHasSpentTheTimeAsked) {
+  KILN_REQUIRE_GPU();
+  CompileResult compiled = CompileCache::global().compile(kAxpySource, "axpy.cu", device_options());
+  Module module(compiled.cubin.data(), compiled.cubin.size(), "axpy.cu");
+  CUfunction axpy = module.function("axpy");
+  long long n = 1 << 22;
+  DeviceBuffer x(n * sizeof(float)), y(n * sizeof(float)), out(n * sizeof(float));
+  std::vector<float> ones(n, 1.0f);
+  x.upload(ones.data(), n * sizeof(float));
+  y.upload(ones.data(), n * sizeof(float));
+  float a = 2;
+  CUdeviceptr px = x.ptr(), py = y.ptr(), pout = out.ptr();
+  int launches = 0;
+  auto launch = [&] {
+    launch_kernel(axpy, {static_cast<unsigned>(n / 256)}, {256}, 0, {&a, &px, &py, &pout, &n}, "axpy");
+    ++launches;
+  };
+  const int calls = warm_up_for_ms(launch, 5.0f);
+  EXPECT_EQ(calls, launches);
+  EXPECT_GE(static_cast<float>(calls) * time_kernel_ms(launch, 2, 20), 5.0f * 0.8f);
+  EXPECT_EQ(warm_up_for_ms(launch, 0.0f), 0);
+  EXPECT_THROW(warm_up_for_ms(launch, -1.0f), Error);
+}
+
 // A launch that puts nothing into the capture (it went to a stream of its own) is an
 // error, not a time of zero.
 TEST(RuntimeGpu, GraphTimingRefusesAnEmptyCapture) {
