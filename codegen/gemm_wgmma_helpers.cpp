@@ -14,43 +14,32 @@ namespace kiln::codegen {
 
 namespace {
 
-// A tensor load of rank R: box coordinates innermost first, completing on `bar`.
-std::string tma_load(int rank) {
+// A tensor load of rank R: box coordinates innermost first, completing on `bar`. The
+// multicast form (kiln_tma_multicast_Rd) lands the tile at `dst` in every block of the
+// cluster whose bit is set in `mask`, each completing the mbarrier at `bar` of its own
+// shared memory.
+std::string tma_load(int rank, bool multicast) {
+  const int first = multicast ? 4 : 3;  // the operand number of the first coordinate
   std::string params, coords, operands;
   for (int d = 0; d < rank; ++d) {
     params += fmt::format(", int c{}", d);
-    coords += fmt::format("{}%{}", d ? ", " : "", d + 3);
+    coords += fmt::format("{}%{}", d ? ", " : "", d + first);
     operands += fmt::format(", \"r\"(c{})", d);
   }
   return fmt::format(
-      "static __device__ __forceinline__ void kiln_tma_load_{}d(unsigned dst, const void* map, unsigned bar{}) {{\n"
-      "  asm volatile(\"cp.async.bulk.tensor.{}d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {{{}}}], "
-      "[%2];\"\n"
-      "               :: \"r\"(dst), \"l\"(map), \"r\"(bar){} : \"memory\");\n}}\n",
-      rank, params, rank, coords, operands);
-}
-
-// The same load multicast: the tile lands at `dst` in every block of the cluster whose
-// bit is set in `mask`, each completing the mbarrier at `bar` of its own shared memory.
-std::string tma_multicast(int rank) {
-  std::string params, coords, operands;
-  for (int d = 0; d < rank; ++d) {
-    params += fmt::format(", int c{}", d);
-    coords += fmt::format("{}%{}", d ? ", " : "", d + 4);
-    operands += fmt::format(", \"r\"(c{})", d);
-  }
-  return fmt::format(
-      "static __device__ __forceinline__ void kiln_tma_multicast_{}d(unsigned dst, const void* map, unsigned bar, "
-      "unsigned short mask{}) {{\n"
-      "  asm volatile(\"cp.async.bulk.tensor.{}d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
-      "[%0], [%1, {{{}}}], [%2], %3;\"\n"
-      "               :: \"r\"(dst), \"l\"(map), \"r\"(bar), \"h\"(mask){} : \"memory\");\n}}\n",
-      rank, params, rank, coords, operands);
+      "static __device__ __forceinline__ void kiln_tma_{}_{}d(unsigned dst, const void* map, unsigned bar{}{}) {{\n"
+      "  asm volatile(\"cp.async.bulk.tensor.{}d.shared::cluster.global.mbarrier::complete_tx::bytes{} [%0], [%1, "
+      "{{{}}}], [%2]{};\"\n"
+      "               :: \"r\"(dst), \"l\"(map), \"r\"(bar){}{} : \"memory\");\n}}\n",
+      multicast ? "multicast" : "load", rank, multicast ? ", unsigned short mask" : "", params, rank,
+      multicast ? ".multicast::cluster" : "", coords, multicast ? ", %3" : "", multicast ? ", \"h\"(mask)" : "",
+      operands);
 }
 
 const DeviceHelper* helpers(size_t& count) {
-  static const std::string loads[] = {tma_load(2), tma_load(3), tma_load(4), tma_load(5)};
-  static const std::string multicasts[] = {tma_multicast(2), tma_multicast(3), tma_multicast(4), tma_multicast(5)};
+  static const std::string loads[] = {tma_load(2, false), tma_load(3, false), tma_load(4, false),
+                                      tma_load(5, false)};
+  static const std::string multicasts[] = {tma_load(2, true), tma_load(3, true), tma_load(4, true), tma_load(5, true)};
   static const DeviceHelper table[] = {
       // An mbarrier that completes a phase once `count` threads have arrived (and, for
       // the copy engine's barriers, once the bytes they expect have landed).

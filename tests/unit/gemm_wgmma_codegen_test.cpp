@@ -117,16 +117,19 @@ TEST(GemmWgmma, FewTilesOfALongKSplitIt) {
   }
 }
 
+// The error validating `c` for `k` gives, or "(no error)".
+std::string rule_error(const ir::Kernel& k, const ir::TileConfig& c) {
+  try {
+    ir::validate(k, c);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
 TEST(GemmWgmma, IllegalConfigsSayWhichRule) {
   const ir::Kernel k = product(DType::f16, 4096, 4096, 4096);
-  auto error = [&](ir::TileConfig c) {
-    try {
-      ir::validate(k, c);
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("(no error)");
-  };
+  auto error = [&](const ir::TileConfig& c) { return rule_error(k, c); };
   ir::TileConfig c = k.config;
   c.bn = 96;
   EXPECT_TRUE(contains(error(c), "bn must be 64, 128, 192 or 256")) << error(c);
@@ -218,14 +221,7 @@ ir::Kernel clustered(ir::Kernel k) {
 
 TEST(GemmWgmma, ClustersOfTwoSayWhichRule) {
   const ir::Kernel k = product(DType::f16, 4096, 4096, 4096);
-  auto error = [](const ir::Kernel& kernel, ir::TileConfig c) {
-    try {
-      ir::validate(kernel, c);
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("(no error)");
-  };
+  auto error = rule_error;
   ir::TileConfig c = k.config;
   c.cluster = 2;
   EXPECT_EQ(error(k, c), "(no error)");
