@@ -16,7 +16,8 @@
 // two tiles one above the other: each loads half of the B tile they share and
 // multicasts it to both, so B crosses from L2 once a pair (a third less traffic at
 // 128 x 256); the pairs need an even count of tile rows, one consumer set a block and
-// no K split.
+// no K split. Measured on the H200 level with single blocks (the product is not bound by
+// L2; bench/NOTES.md), so the heuristic leaves them to the tuner.
 #include <fmt/format.h>
 
 #include <optional>
