@@ -212,25 +212,24 @@ private:
     const std::string in = "        ";
     s += in + "kiln_mbarrier_wait(empty + 8u * stage, phase ^ 1u);  // the consumers are done with it\n";
     s += in + "const unsigned at = smem + stage * " + std::to_string(stage_bytes_) + "u, bar = full + 8u * stage;\n";
-    if (cluster_ > 1) {
-      const std::string issuer = in + "  ";
-      s += in + "if (threadIdx.x == 0) {\n";
-      s += issuer + fmt::format("kiln_mbarrier_expect_bytes(bar, {}u);\n", stage_bytes_);
-      s += issuer + "const int k0 = step * " + std::to_string(c_.bk) + ";\n";
-      s += a_.issue(issuer, "map_a", "at", "m0", "k0", "bar");
-      s += b_part_.issue(issuer, "map_b", fmt::format("at + {}u + rank * {}u", a_.tile_bytes(), b_part_.tile_bytes()),
-                         fmt::format("n0 + (int)rank * {}", c_.bn / cluster_), "k0", "bar",
-                         fmt::format("(unsigned short){}", (1 << cluster_) - 1));
-      s += in + "}\n" + in + "__syncwarp();\n";
-    } else {
-      s += in + fmt::format("kiln_mbarrier_expect_bytes(bar, {}u);\n", stage_bytes_);
-      s += in + "const int k0 = step * " + std::to_string(c_.bk) + ";\n";
-      s += a_.issue(in, "map_a", "at", "m0", "k0", "bar");
-      s += b_.issue(in, "map_b", "at + " + std::to_string(a_.tile_bytes()) + "u", "n0", "k0", "bar");
-    }
+    if (cluster_ > 1) s += in + "if (threadIdx.x == 0) {\n" + stage_loads(in + "  ") + in + "}\n" + in + "__syncwarp();\n";
+    else s += stage_loads(in);
     s += fmt::format("{}if (++stage == {}) {{\n{}  stage = 0;\n{}  phase ^= 1u;\n{}}}\n", in, c_.stages, in, in, in);
     s += "      }\n    }\n    " + leave() + "\n  }\n";
     return s;
+  }
+
+  // The loads of one K step into stage `at`, completing on `bar`: the A tile, and B (in a
+  // cluster, this block's half of its columns, multicast to every block).
+  std::string stage_loads(const std::string& in) const {
+    std::string s = in + fmt::format("kiln_mbarrier_expect_bytes(bar, {}u);\n", stage_bytes_);
+    s += in + "const int k0 = step * " + std::to_string(c_.bk) + ";\n";
+    s += a_.issue(in, "map_a", "at", "m0", "k0", "bar");
+    const std::string b_at = fmt::format("at + {}u", a_.tile_bytes());
+    if (cluster_ == 1) return s + b_part_.issue(in, "map_b", b_at, "n0", "k0", "bar");
+    return s + b_part_.issue(in, "map_b", fmt::format("{} + rank * {}u", b_at, b_part_.tile_bytes()),
+                             fmt::format("n0 + (int)rank * {}", c_.bn / cluster_), "k0", "bar",
+                             fmt::format("(unsigned short){}", (1 << cluster_) - 1));
   }
 
   int consumer_registers() const {

@@ -132,15 +132,15 @@ std::vector<TileConfig> gemm_wgmma_sweep(const Kernel& k) {
   constexpr Shape kShapes[] = {{128, 256, 2, 1}, {128, 192, 2, 1}, {128, 128, 2, 1}, {256, 128, 2, 1},
                                {64, 256, 1, 2},  {64, 256, 1, 1},  {128, 64, 2, 1}};
   const int bk = 128 / dtype_bytes(k.gemm.operand_dtype);
+  auto add = [&](const TileConfig& c) {
+    try {
+      validate_gemm(k, c);
+      out.push_back(c);
+    } catch (const Error&) {
+    }
+  };
   for (const Shape& s : kShapes) {
     if (s.bm >= 2 * k.gemm.m + 64 || s.bn >= 2 * k.gemm.n + 64) continue;  // tiles mostly past the product
-    auto add = [&](TileConfig c) {
-      try {
-        validate_gemm(k, c);
-        out.push_back(c);
-      } catch (const Error&) {
-      }
-    };
     for (int stages : {3, 4, 5, 6})
       for (int split : wgmma_splits(k, s.bm, s.bn))
         add(TileConfig{.schedule = kWgmma, .bm = s.bm, .bn = s.bn, .bk = bk, .warps_m = s.warps_m,

@@ -115,9 +115,6 @@ double median_of(std::vector<double> samples) {
   return samples[samples.size() / 2];
 }
 
-// Times one loaded candidate, rotating the input sets; the median of `reps` runs.
-// A launch shorter than kGraphTimingBelowMs is timed again in a CUDA graph: event pairs
-// around it measure the host's launch as much as the kernel and rank candidates wrongly.
 // One launch of a candidate on the next input set in turn.
 void launch_candidate(const ir::Kernel& k, const Loaded& l, const std::vector<ArgSet>& sets, size_t& turn) {
   const LaunchArgs& args = *l.args[turn++ % sets.size()];
@@ -125,6 +122,9 @@ void launch_candidate(const ir::Kernel& k, const Loaded& l, const std::vector<Ar
   launch_kernel(l.fn, l.grid, l.block, l.shared_bytes, args.pointers(), k.name);
 }
 
+// Times one loaded candidate, rotating the input sets; the median of `reps` runs.
+// A launch shorter than kGraphTimingBelowMs is timed again in a CUDA graph: event pairs
+// around it measure the host's launch as much as the kernel and rank candidates wrongly.
 double time_candidate(const ir::Kernel& k, const Loaded& l, std::vector<ArgSet>& sets, int warmup, int reps) {
   size_t turn = 0;
   auto launch = [&] { launch_candidate(k, l, sets, turn); };
