@@ -11,6 +11,7 @@ namespace kiln::baselines {
 
 const char* const kCommonCuda = R"CUDA(
 #include <cuda_fp16.h>
+#include <cuda_bf16.h>
 
 typedef long long i64;
 #ifndef INFINITY
@@ -19,15 +20,21 @@ typedef long long i64;
 
 __forceinline__ float to_float(float v) { return v; }
 __forceinline__ float to_float(__half v) { return __half2float(v); }
+__forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
 template <typename T> __forceinline__ T from_float(float v);
 template <> __forceinline__ float from_float<float>(float v) { return v; }
 template <> __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
+template <> __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
 // A value rounded to T's precision and back, as a stored intermediate would be.
 template <typename T> __forceinline__ float round_to(float v) { return to_float(from_float<T>(v)); }
 
 union HalfPack {
   uint4 bits;
   __half2 h[4];
+};
+union Bf16Pack {
+  uint4 bits;
+  __nv_bfloat162 h[4];
 };
 
 // W consecutive elements at p as fp32; one 16-byte access when W * sizeof(T) == 16
@@ -56,6 +63,21 @@ template <int W> __forceinline__ void load_vec(const __half* p, float* v) {
     for (int k = 0; k < W; ++k) v[k] = __half2float(p[k]);
   }
 }
+template <int W> __forceinline__ void load_vec(const __nv_bfloat16* p, float* v) {
+  if constexpr (W == 8) {
+    Bf16Pack q;
+    q.bits = *reinterpret_cast<const uint4*>(p);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const float2 f = __bfloat1622float2(q.h[k]);
+      v[2 * k] = f.x;
+      v[2 * k + 1] = f.y;
+    }
+  } else {
+#pragma unroll
+    for (int k = 0; k < W; ++k) v[k] = __bfloat162float(p[k]);
+  }
+}
 template <int W> __forceinline__ void store_vec(float* p, const float* v) {
   if constexpr (W == 4) {
     *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
@@ -73,6 +95,17 @@ template <int W> __forceinline__ void store_vec(__half* p, const float* v) {
   } else {
 #pragma unroll
     for (int k = 0; k < W; ++k) p[k] = __float2half_rn(v[k]);
+  }
+}
+template <int W> __forceinline__ void store_vec(__nv_bfloat16* p, const float* v) {
+  if constexpr (W == 8) {
+    Bf16Pack q;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) q.h[k] = __floats2bfloat162_rn(v[2 * k], v[2 * k + 1]);
+    *reinterpret_cast<uint4*>(p) = q.bits;
+  } else {
+#pragma unroll
+    for (int k = 0; k < W; ++k) p[k] = __float2bfloat16_rn(v[k]);
   }
 }
 
@@ -110,10 +143,11 @@ template <int T, typename Op> __forceinline__ float row_all_reduce(float v, Op o
 std::string cuda_type(DType t) {
   switch (t) {
     case DType::f16: return "__half";
+    case DType::bf16: return "__nv_bfloat16";
     case DType::f32: return "float";
     default: break;
   }
-  throw Error(fmt::format("hand-written baselines support f16 and f32, not {}", dtype_name(t)));
+  throw Error(fmt::format("hand-written baselines support f16, bf16 and f32, not {}", dtype_name(t)));
 }
 
 int vector_width(DType t) { return 16 / dtype_bytes(t); }

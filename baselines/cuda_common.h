@@ -11,11 +11,11 @@
 namespace kiln::baselines {
 
 // CUDA source prepended to every baseline: cuda_fp16.h, 16-byte vector loads and
-// stores of f16 and f32 with fp32 values, and row reductions (shuffles within a
+// stores of f16, bf16 and f32 with fp32 values, and row reductions (shuffles within a
 // partial warp, or whole warps then shared memory).
 extern const char* const kCommonCuda;
 
-// "__half" for f16, "float" for f32; throws kiln::Error for other dtypes.
+// "__half" for f16, "__nv_bfloat16" for bf16, "float" for f32; throws kiln::Error for other dtypes.
 std::string cuda_type(DType t);
 // Elements in one 16-byte access: 8 for f16, 4 for f32.
 int vector_width(DType t);

@@ -105,7 +105,7 @@ __forceinline__ void col_sum_partial(const float* __restrict__ x, float* __restr
 }
 
 template <int SLICES>
-__forceinline__ void col_sum_finish(const float* __restrict__ work, float* __restrict__ y, i64 cols) {
+__forceinline__ void col_sum_finish(const float* __restrict__ work, float* __restrict__ y, i64 cols, float scale) {
   const i64 c = i64(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c >= cols) return;
   work += i64(blockIdx.z) * SLICES * cols;
@@ -113,7 +113,7 @@ __forceinline__ void col_sum_finish(const float* __restrict__ work, float* __res
   float s = 0.0f;
 #pragma unroll 4
   for (int i = 0; i < SLICES; ++i) s += work[i * cols + c];
-  y[c] = s;
+  y[c] = s * scale;
 }
 
 // A block of T threads per row r of x [B, rows, cols]: y[r] = sum over b and the row.
@@ -162,8 +162,9 @@ std::string why_col_sum_unsupported(const Problem& p) {
   return p.dtype == DType::f32 ? "" : "col_sum is written for f32 only";
 }
 
-// The column sums of `batch` matrices [rows, cols], one per grid.z.
-BaselineKernel column_sums(const Problem& p, const std::string& name, int64_t batch) {
+// The column sums of `batch` matrices [rows, cols], one per grid.z; with `mean`, divided
+// by the rows.
+BaselineKernel column_sums(const Problem& p, const std::string& name, int64_t batch, bool mean = false) {
   const int vec = p.cols % 4 == 0 ? 4 : 1;
   const int64_t tile_cols = int64_t{kColThreadsX} * vec;
   const int64_t col_tiles = (p.cols + tile_cols - 1) / tile_cols;
@@ -182,9 +183,9 @@ BaselineKernel column_sums(const Problem& p, const std::string& name, int64_t ba
                          "  col_sum_partial<{1}, {2}, {3}, {4}>(x, work, rows, cols);\n}}\n"
                          "extern \"C\" __global__ void __launch_bounds__({5}) col_sum_finish_entry(\n"
                          "    const float*, float* __restrict__ y, float* work, i64, i64 cols) {{\n"
-                         "  col_sum_finish<{6}>(work, y, cols);\n}}\n",
+                         "  col_sum_finish<{6}>(work, y, cols, {7});\n}}\n",
                          kColThreadsX * kColThreadsY, kColThreadsX, kColThreadsY, vec, kInFlight, kFinishThreads,
-                         slices);
+                         slices, float_literal(mean ? 1.0 / static_cast<double>(p.rows) : 1.0));
   const unsigned z = static_cast<unsigned>(batch);
   k.launches.push_back({"col_sum_partial_entry",
                         {static_cast<unsigned>(col_tiles), static_cast<unsigned>(slices), z},
@@ -203,6 +204,11 @@ BaselineKernel build_col_sum(const Problem& p) {
 }
 
 std::string why_not_f32(const Problem& p) { return p.dtype == DType::f32 ? "" : p.op + " is written for f32 only"; }
+
+BaselineKernel build_col_mean(const Problem& p) {
+  require_supported("col_mean", why_not_f32(p));
+  return column_sums(p, "col_mean", 1, true);
+}
 
 BaselineKernel build_middle_axis_sum(const Problem& p) {
   require_supported("middle_axis_sum", why_not_f32(p));
@@ -232,6 +238,7 @@ std::vector<Baseline> reduction_baselines() {
   return {
       {"row_sum", "row_sum", {DType::f32, DType::f16}, any_shape, build_row_sum},
       {"col_sum", "col_sum", {DType::f32}, why_col_sum_unsupported, build_col_sum},
+      {"col_mean", "col_mean", {DType::f32}, why_not_f32, build_col_mean},
       {"middle_axis_sum", "middle_axis_sum", {DType::f32}, why_not_f32, build_middle_axis_sum},
       {"multi_axis_sum", "multi_axis_sum", {DType::f32}, why_not_f32, build_multi_axis_sum},
   };

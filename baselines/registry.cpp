@@ -12,8 +12,8 @@ namespace kiln::baselines {
 const std::vector<Baseline>& all() {
   static const std::vector<Baseline> baselines = [] {
     std::vector<Baseline> list;
-    for (auto family :
-         {elementwise_chain_baselines, softmax_baselines, norm_baselines, reduction_baselines, gemm_baselines})
+    for (auto family : {elementwise_chain_baselines, multi_input_elementwise_baselines, softmax_baselines,
+                        norm_baselines, reduction_baselines, gemm_baselines})
       for (Baseline& b : family()) list.push_back(std::move(b));
     return list;
   }();

@@ -88,6 +88,8 @@ ELEMENTS = 2**27  # the row-reduction cases move 2^27 elements: R = 2^27 / C
 REDUCE_BATCH = 8  # the middle- and multi-axis reduction cases reduce x of shape [8, R, C]
 SOFTMAX_COLS = (128, 512, 1024, 4096, 16384, 32768, 65536, 262144)
 NORM_COLS = (1024, 4096, 8192, 16384)
+DECODE_ROW = (1, 4096)  # one token's row ahead of the large sizes, as `kiln bench` has it
+COL_MEAN_SHAPES = ((65536, 256), (50000, 1024), (1024, 32768))  # tall matrices and a wide one
 # GEMM cases: square products, one whose sizes are no multiple of 8, and M = 16 against
 # an 8192 x 8192 weight (memory-bound), as in runtime/bench_cases.cpp.
 GEMM_SHAPES = ((4096, 4096, 4096), (8192, 8192, 8192), (4093, 4099, 4097), (16, 8192, 8192))
@@ -186,6 +188,14 @@ class TorchOps:
             backends.allow_tf32 = saved
 
 
+def ref_swiglu(ops, g, u, dtype):
+    return [g / (1.0 + ops.exp(-g)) * u]
+
+
+def ref_mul_add(ops, a, b, c, dtype):
+    return [a * b + c]
+
+
 def ref_softmax(ops, x, dtype):
     e = ops.exp(x - ops.row_max(x, -1))
     return [e / ops.row_sum(e, -1)]
@@ -227,6 +237,10 @@ def ref_col_sum(ops, x, dtype):
     return [ops.row_sum(x, 0, keepdim=False)]
 
 
+def ref_col_mean(ops, x, dtype):
+    return [ops.row_sum(x, 0, keepdim=False) / x.shape[0]]
+
+
 def ref_middle_axis_sum(ops, x, dtype):
     return [ops.row_sum(x, 1, keepdim=False)]
 
@@ -237,6 +251,14 @@ def ref_multi_axis_sum(ops, x, dtype):
 
 # ---------------------------------------------------------------------------
 # PyTorch eager versions (also what torch.compile compiles).
+
+def eager_swiglu(g, u):
+    return (F.silu(g) * u,)
+
+
+def eager_mul_add(a, b, c):
+    return (a * b + c,)
+
 
 def eager_softmax(x):
     return (torch.softmax(x, dim=-1),)
@@ -271,6 +293,10 @@ def eager_col_sum(x):
     return (x.sum(dim=0),)
 
 
+def eager_col_mean(x):
+    return (x.mean(dim=0),)
+
+
 def eager_middle_axis_sum(x):
     return (x.sum(dim=1),)
 
@@ -282,6 +308,16 @@ def eager_multi_axis_sum(x):
 # ---------------------------------------------------------------------------
 # XLA versions: xp is jax.numpy under jax.jit (NumPy in the CPU tests); float32 inside,
 # the storage dtype outside, as the Triton kernels compute.
+
+def xla_swiglu(xp, g, u):
+    gf = g.astype(xp.float32)
+    return ((gf / (1.0 + xp.exp(-gf)) * u.astype(xp.float32)).astype(g.dtype),)
+
+
+def xla_mul_add(xp, a, b, c):
+    y = a.astype(xp.float32) * b.astype(xp.float32) + c.astype(xp.float32)
+    return (y.astype(a.dtype),)
+
 
 def xla_softmax(xp, x):
     xf = x.astype(xp.float32)
@@ -316,6 +352,10 @@ def xla_row_sum(xp, x):
 
 def xla_col_sum(xp, x):
     return (x.sum(axis=0),)
+
+
+def xla_col_mean(xp, x):
+    return (x.mean(axis=0),)
 
 
 def xla_middle_axis_sum(xp, x):
@@ -657,19 +697,30 @@ class Case:
 
 
 CASES = {c.name: c for c in [
+    # Two and three inputs read for each output; no Triton kernel of their own.
+    Case("swiglu", ("bf16", "f32"), ((16384, 8192), (1, 4096)),
+         lambda R, C: [("g", (R, C)), ("u", (R, C))], ("y",),
+         lambda R, C, es: 3 * R * C * es, ref_swiglu, eager_swiglu, None,
+         impls=("eager", "compile", "compile-graph", "xla"),
+         written_bytes=lambda R, C, es: R * C * es, xla=xla_swiglu),
+    Case("mul_add", ("bf16",), ((16384, 8192), (16, 4096)),
+         lambda R, C: [("a", (R, C)), ("b", (R, C)), ("c", (R, C))], ("y",),
+         lambda R, C, es: 4 * R * C * es, ref_mul_add, eager_mul_add, None,
+         impls=("eager", "compile", "compile-graph", "xla"),
+         written_bytes=lambda R, C, es: R * C * es, xla=xla_mul_add),
     Case("gelu_chain", ("f16", "f32"), ((8192, 8192),),
          lambda R, C: [("x", (R, C)), ("r", (R, C)), ("s", (C,)), ("b", (C,))], ("y",),
          lambda R, C, es: (3 * R * C + 2 * C) * es, ref_gelu_chain, eager_gelu_chain, triton_gelu_chain,
          written_bytes=lambda R, C, es: R * C * es, xla=xla_gelu_chain),
-    Case("softmax", ("f16",), tuple(_rows_for(SOFTMAX_COLS)),
+    Case("softmax", ("f16",), (DECODE_ROW, *_rows_for(SOFTMAX_COLS)),
          lambda R, C: [("x", (R, C))], ("y",),
          lambda R, C, es: 2 * R * C * es, ref_softmax, eager_softmax, triton_softmax,
          written_bytes=lambda R, C, es: R * C * es, xla=xla_softmax),
-    Case("add_rmsnorm", ("f16",), tuple(_rows_for(NORM_COLS)),
+    Case("add_rmsnorm", ("f16",), (DECODE_ROW, *_rows_for(NORM_COLS)),
          lambda R, C: [("x", (R, C)), ("r", (R, C)), ("w", (C,))], ("y", "h"),
          lambda R, C, es: (4 * R * C + C) * es, ref_add_rmsnorm, eager_add_rmsnorm, triton_add_rmsnorm,
          written_bytes=lambda R, C, es: 2 * R * C * es, xla=xla_add_rmsnorm),
-    Case("layer_norm", ("f16",), tuple(_rows_for(NORM_COLS)),
+    Case("layer_norm", ("f16",), (DECODE_ROW, *_rows_for(NORM_COLS)),
          lambda R, C: [("x", (R, C)), ("w", (C,)), ("b", (C,))], ("y",),
          lambda R, C, es: (2 * R * C + 2 * C) * es, ref_layer_norm, eager_layer_norm, triton_layer_norm,
          written_bytes=lambda R, C, es: R * C * es, xla=xla_layer_norm),
@@ -681,8 +732,13 @@ CASES = {c.name: c for c in [
          lambda R, C: [("x", (R, C))], ("y",),
          lambda R, C, es: (R * C + C) * es, ref_col_sum, eager_col_sum, triton_col_sum,
          written_bytes=lambda R, C, es: C * es, xla=xla_col_sum),
+    Case("col_mean", ("f32",), COL_MEAN_SHAPES,
+         lambda R, C: [("x", (R, C))], ("y",),
+         lambda R, C, es: (R * C + C) * es, ref_col_mean, eager_col_mean, None,
+         impls=("eager", "compile", "compile-graph", "xla"),
+         written_bytes=lambda R, C, es: C * es, xla=xla_col_mean),
     # x is [8, R, C] (REDUCE_BATCH), as in runtime/bench_cases.cpp; no Triton kernel of their own.
-    Case("middle_axis_sum", ("f32",), ((4096, 1024),),
+    Case("middle_axis_sum", ("f32",), ((4096, 1024), (16384, 1024)),
          lambda R, C: [("x", (REDUCE_BATCH, R, C))], ("y",),
          lambda R, C, es: REDUCE_BATCH * (R * C + C) * es, ref_middle_axis_sum, eager_middle_axis_sum, None,
          impls=("eager", "compile", "compile-graph", "xla"),

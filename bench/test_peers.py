@@ -120,9 +120,25 @@ class ReferenceMath(unittest.TestCase):
 @unittest.skipIf(np is None, "numpy is not installed")
 class CaseTable(unittest.TestCase):
     def test_softmax_shapes_hold_2_27_elements(self):
-        shapes = peers.CASES["softmax"].default_shapes
+        decode, *shapes = peers.CASES["softmax"].default_shapes
+        self.assertEqual(decode, (1, 4096))  # a decoding step's row first, as `kiln bench` has it
         self.assertEqual([c for _, c in shapes], [128, 512, 1024, 4096, 16384, 32768, 65536, 262144])
         self.assertTrue(all(r * c == 2**27 for r, c in shapes))
+
+    def test_cases_match_kiln_bench(self):
+        # runtime/bench_cases.cpp holds the same defaults; the two lists must stay in step.
+        self.assertEqual(peers.CASES["swiglu"].default_shapes, ((16384, 8192), (1, 4096)))
+        self.assertEqual(peers.CASES["mul_add"].default_shapes, ((16384, 8192), (16, 4096)))
+        self.assertEqual(peers.CASES["col_mean"].default_shapes, ((65536, 256), (50000, 1024), (1024, 32768)))
+        self.assertEqual(peers.CASES["swiglu"].min_bytes(2, 8, 2), 3 * 16 * 2)
+        self.assertEqual(peers.CASES["mul_add"].written_bytes(2, 8, 2), 16 * 2)
+
+    def test_new_references(self):
+        g, u = np.array([[1.0, -2.0]]), np.array([[3.0, 0.5]])
+        (y,) = peers.CASES["swiglu"].reference(peers.NumpyOps, g, u, "f32")
+        np.testing.assert_allclose(y, [[1.0 / (1.0 + np.exp(-1.0)) * 3.0, -2.0 / (1.0 + np.exp(2.0)) * 0.5]])
+        (m,) = peers.CASES["col_mean"].reference(peers.NumpyOps, np.array([[1.0, 2.0], [3.0, 6.0]]), "f32")
+        np.testing.assert_allclose(m, [2.0, 4.0])
 
     def test_minimum_bytes(self):
         self.assertEqual(peers.CASES["softmax"].min_bytes(32768, 4096, 2), 536870912)  # 537 MB in f16

@@ -27,6 +27,13 @@ std::vector<BenchSize> rows_of_2_27(std::initializer_list<int64_t> cols) {
   return sizes;
 }
 
+// A decoding step's row (one token of 4096 features, 8 KB in f16) ahead of the large sizes:
+// a launch of a few microseconds, where launch overhead and the timing method show.
+std::vector<BenchSize> with_decode_row(std::vector<BenchSize> sizes) {
+  sizes.insert(sizes.begin(), BenchSize{1, 4096});
+  return sizes;
+}
+
 }  // namespace
 
 std::string BenchSize::str() const {
@@ -43,16 +50,21 @@ std::vector<int64_t> BenchSize::dims() const {
 const std::vector<BenchCase>& bench_cases() {
   static const std::vector<BenchCase> cases = {
       {"gelu_chain", "y = gelu_tanh(x * s + b) + r; s, b of shape [C]", {DType::f16, DType::f32}, {{8192, 8192}}},
+      // A SwiGLU gate (two inputs read for each output) and a multiply-add of three inputs.
+      {"swiglu", "y = silu(g) * u", {DType::bf16, DType::f32}, {{16384, 8192}, {1, 4096}}},
+      {"mul_add", "y = a * b + c", {DType::bf16}, {{16384, 8192}, {16, 4096}}},
       {"softmax", "y = softmax(x, axis -1)", {DType::f16},
-       rows_of_2_27({128, 512, 1024, 4096, 16384, 32768, 65536, 262144})},
+       with_decode_row(rows_of_2_27({128, 512, 1024, 4096, 16384, 32768, 65536, 262144}))},
       {"add_rmsnorm", "h = x + r; y = h * rsqrt(mean(h^2) + 1e-6) * w; outputs y, h", {DType::f16},
-       rows_of_2_27({1024, 4096, 8192, 16384})},
+       with_decode_row(rows_of_2_27({1024, 4096, 8192, 16384}))},
       {"layer_norm", "y = (x - mean) * rsqrt(var + 1e-5) * w + b", {DType::f16},
-       rows_of_2_27({1024, 4096, 8192, 16384})},
+       with_decode_row(rows_of_2_27({1024, 4096, 8192, 16384}))},
       {"row_sum", "y[R] = sum of each row", {DType::f32}, {{16384, 16384}}},
       {"col_sum", "y[C] = sum over axis 0", {DType::f32}, {{16384, 16384}}},
+      // Means over the rows of tall matrices (few columns, tens of thousands of rows) and a wide one.
+      {"col_mean", "y[C] = mean over axis 0", {DType::f32}, {{65536, 256}, {50000, 1024}, {1024, 32768}}},
       // 2^25 elements (128 MB in f32): quick, and still four times the L2.
-      {"middle_axis_sum", "y[8,C] = sum of x[8,R,C] over axis 1", {DType::f32}, {{4096, 1024}}},
+      {"middle_axis_sum", "y[8,C] = sum of x[8,R,C] over axis 1", {DType::f32}, {{4096, 1024}, {16384, 1024}}},
       {"multi_axis_sum", "y[R] = sum of x[8,R,C] over axes 0 and 2", {DType::f32}, {{4096, 1024}}},
       {"gemm", "C[M,N] = A[M,K] @ B[K,N], both row-major", {DType::f16, DType::bf16},
        {BenchSize::gemm(4096, 4096, 4096), BenchSize::gemm(8192, 8192, 8192), BenchSize::gemm(4093, 4099, 4097),
@@ -163,6 +175,15 @@ ir::Graph bench_graph(const BenchCase& c, DType dtype, const BenchSize& size) {
     auto s = g.input("s", dtype, row);
     auto b = g.input("b", dtype, row);
     g.output(kiln::gelu(x * s + b, "tanh") + r);
+  } else if (c.name == "swiglu") {
+    auto gate = g.input("g", dtype, matrix);
+    auto up = g.input("u", dtype, matrix);
+    g.output(kiln::silu(gate) * up);
+  } else if (c.name == "mul_add") {
+    auto a = g.input("a", dtype, matrix);
+    auto b = g.input("b", dtype, matrix);
+    auto c_in = g.input("c", dtype, matrix);
+    g.output(a * b + c_in);
   } else if (c.name == "softmax") {
     g.output(kiln::softmax(g.input("x", dtype, matrix), -1));
   } else if (c.name == "add_rmsnorm") {
@@ -181,6 +202,8 @@ ir::Graph bench_graph(const BenchCase& c, DType dtype, const BenchSize& size) {
     g.output(kiln::sum(g.input("x", dtype, matrix), {1}));
   } else if (c.name == "col_sum") {
     g.output(kiln::sum(g.input("x", dtype, matrix), {0}));
+  } else if (c.name == "col_mean") {
+    g.output(kiln::mean(g.input("x", dtype, matrix), {0}));
   } else if (c.name == "middle_axis_sum") {
     g.output(kiln::sum(g.input("x", dtype, {kReduceBatch, size.rows, size.cols}), {1}));
   } else if (c.name == "multi_axis_sum") {
@@ -207,14 +230,25 @@ int64_t bench_bytes(const BenchCase& c, DType dtype, const BenchSize& size) {
   }
   const int64_t es = dtype_bytes(dtype), rc = size.rows * size.cols, r = size.rows, cc = size.cols;
   if (c.name == "gelu_chain") return (3 * rc + 2 * cc) * es;
+  if (c.name == "swiglu") return 3 * rc * es;
+  if (c.name == "mul_add") return 4 * rc * es;
   if (c.name == "softmax") return 2 * rc * es;
   if (c.name == "add_rmsnorm") return (4 * rc + cc) * es;
   if (c.name == "layer_norm") return (2 * rc + 2 * cc) * es;
   if (c.name == "row_sum") return (rc + r) * es;
-  if (c.name == "col_sum") return (rc + cc) * es;
+  if (c.name == "col_sum" || c.name == "col_mean") return (rc + cc) * es;
   if (c.name == "middle_axis_sum") return kReduceBatch * (rc + cc) * es;
   if (c.name == "multi_axis_sum") return (kReduceBatch * rc + r) * es;
   throw Error(fmt::format("benchmark case {} has no bytes formula", c.name));
+}
+
+std::optional<int64_t> bench_written_bytes(const BenchCase& c, DType dtype, const BenchSize& size) {
+  check_size_form(c, size);
+  if (c.form != SizeForm::Matrix || is_quant_case(c)) return std::nullopt;
+  const ir::Graph g = bench_graph(c, dtype, size);
+  int64_t written = 0;
+  for (const ir::Value* v : g.outputs()) written += v->type.bytes();
+  return written;
 }
 
 int64_t bench_flops(const BenchCase& c, DType, const BenchSize& size) {

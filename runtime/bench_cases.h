@@ -78,6 +78,10 @@ ir::Graph bench_graph(const BenchCase& c, DType dtype, const BenchSize& size);
 // for a GEMM case (its epilogue counts as none), 0 for the memory-bound cases.
 int64_t bench_bytes(const BenchCase& c, DType dtype, const BenchSize& size);
 int64_t bench_flops(const BenchCase& c, DType dtype, const BenchSize& size);
+// The part of bench_bytes written (the graph's outputs), for the memory-bound cases (RxC
+// sizes), whose place under the roofline depends on their mix of reads and writes;
+// nullopt for the others.
+std::optional<int64_t> bench_written_bytes(const BenchCase& c, DType dtype, const BenchSize& size);
 
 // "4096x512x8" -> {4096, 512, 8}; nullopt unless every part is a positive integer.
 std::optional<std::vector<int64_t>> parse_size_dims(std::string_view item);

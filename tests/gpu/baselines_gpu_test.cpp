@@ -64,6 +64,16 @@ TEST(BaselinesGpu, GeluChain) {
   expect_all_lengths_match("gelu_chain", kAll);
 }
 
+TEST(BaselinesGpu, Swiglu) {
+  KILN_REQUIRE_GPU();
+  expect_all_lengths_match("swiglu", kAll);
+}
+
+TEST(BaselinesGpu, MulAdd) {
+  KILN_REQUIRE_GPU();
+  expect_all_lengths_match("mul_add", kAll);
+}
+
 TEST(BaselinesGpu, SoftmaxTwoPassInRegisters) {
   KILN_REQUIRE_GPU();
   expect_all_lengths_match("softmax_two_pass", {1, 3, 127, 128, 1000, 4096, 5120});
@@ -92,6 +102,11 @@ TEST(BaselinesGpu, RowSum) {
 TEST(BaselinesGpu, ColumnSum) {
   KILN_REQUIRE_GPU();
   expect_all_lengths_match("col_sum", kAll);
+}
+
+TEST(BaselinesGpu, ColumnMean) {
+  KILN_REQUIRE_GPU();
+  expect_all_lengths_match("col_mean", kAll);
 }
 
 TEST(BaselinesGpu, MiddleAxisSum) {

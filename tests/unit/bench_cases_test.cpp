@@ -28,10 +28,10 @@ const runtime::BenchCase& named(const char* name) { return runtime::find_bench_c
 TEST(BenchCases, ListsTheCasesInOrder) {
   std::vector<std::string> names;
   for (const auto& c : runtime::bench_cases()) names.push_back(c.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"gelu_chain", "softmax", "add_rmsnorm", "layer_norm", "row_sum",
-                                             "col_sum", "middle_axis_sum", "multi_axis_sum", "gemm", "gemm_batched",
-                                             "gemm_bias_gelu", "quant_w4g128", "quant_w8", "attention",
-                                             "attention_causal"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"gelu_chain", "swiglu", "mul_add", "softmax", "add_rmsnorm",
+                                             "layer_norm", "row_sum", "col_sum", "col_mean", "middle_axis_sum",
+                                             "multi_axis_sum", "gemm", "gemm_batched", "gemm_bias_gelu",
+                                             "quant_w4g128", "quant_w8", "attention", "attention_causal"}));
 }
 
 // A small size of the form the case takes.
@@ -81,11 +81,15 @@ TEST(BenchCases, AttentionSizesParseAsThePeersWrite) {
 }
 
 TEST(BenchCases, RowWiseDefaultsHold2To27Elements) {
+  // After the decoding row that each starts with.
   for (const char* name : {"softmax", "add_rmsnorm", "layer_norm"})
-    for (const BenchSize& s : named(name).sizes) EXPECT_EQ(s.rows * s.cols, int64_t{1} << 27) << name << " " << s.str();
+    for (size_t i = 1; i < named(name).sizes.size(); ++i) {
+      const BenchSize& s = named(name).sizes[i];
+      EXPECT_EQ(s.rows * s.cols, int64_t{1} << 27) << name << " " << s.str();
+    }
   std::vector<int64_t> cols;
   for (const BenchSize& s : named("softmax").sizes) cols.push_back(s.cols);
-  EXPECT_EQ(cols, (std::vector<int64_t>{128, 512, 1024, 4096, 16384, 32768, 65536, 262144}));
+  EXPECT_EQ(cols, (std::vector<int64_t>{4096, 128, 512, 1024, 4096, 16384, 32768, 65536, 262144}));
 }
 
 TEST(BenchCases, GeluChainTakesXRSBAndGivesY) {
@@ -116,6 +120,28 @@ TEST(BenchCases, RowAndColumnSumsReduceTheRightAxis) {
             (std::vector<TensorType>{{DType::f32, {300}}}));
   EXPECT_EQ(output_types(runtime::bench_graph(named("col_sum"), DType::f32, {300, 7})),
             (std::vector<TensorType>{{DType::f32, {7}}}));
+}
+
+TEST(BenchCases, GatesAndMultiplyAddsReadEveryInputInFull) {
+  ir::Graph swiglu = runtime::bench_graph(named("swiglu"), DType::bf16, {300, 7});
+  EXPECT_EQ(input_types(swiglu), (std::vector<TensorType>{{DType::bf16, {300, 7}}, {DType::bf16, {300, 7}}}));
+  EXPECT_EQ(output_types(swiglu), (std::vector<TensorType>{{DType::bf16, {300, 7}}}));
+  ir::Graph mul_add = runtime::bench_graph(named("mul_add"), DType::bf16, {300, 7});
+  EXPECT_EQ(input_types(mul_add).size(), 3u);
+  EXPECT_EQ(runtime::bench_bytes(named("swiglu"), DType::bf16, {10, 100}), 3 * 1000 * 2);
+  EXPECT_EQ(runtime::bench_bytes(named("mul_add"), DType::bf16, {10, 100}), 4 * 1000 * 2);
+}
+
+TEST(BenchCases, ColumnMeansReduceTheRows) {
+  ir::Graph g = runtime::bench_graph(named("col_mean"), DType::f32, {65536, 256});
+  EXPECT_EQ(output_types(g), (std::vector<TensorType>{{DType::f32, {256}}}));
+  EXPECT_EQ(g.outputs()[0]->producer->op, ir::OpKind::ReduceMean);
+  EXPECT_EQ(runtime::bench_bytes(named("col_mean"), DType::f32, {10, 100}), (1000 + 100) * 4);
+}
+
+TEST(BenchCases, RowCasesStartWithADecodingRow) {
+  for (const char* name : {"softmax", "add_rmsnorm", "layer_norm"})
+    EXPECT_EQ(named(name).sizes.front(), (BenchSize{1, 4096})) << name;
 }
 
 TEST(BenchCases, MiddleAndMultiAxisSumsReduceABatchOfEight) {
@@ -253,7 +279,7 @@ TEST(BenchCases, UnknownCaseNamesTheKnownOnes) {
     runtime::find_bench_case("softmx");
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("no benchmark case named 'softmx'; known: gelu_chain, softmax"),
+    EXPECT_NE(std::string(e.what()).find("no benchmark case named 'softmx'; known: gelu_chain, swiglu, mul_add, softmax"),
               std::string::npos)
         << e.what();
   }
@@ -298,6 +324,37 @@ TEST(BenchCases, AMalformedSizeSaysWhatIsExpected) {
 
 TEST(BenchCases, RejectsIntegerDtypes) {
   EXPECT_THROW(runtime::bench_graph(named("softmax"), DType::i32, {4, 4}), Error);
+}
+
+}  // namespace
+}  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// The memory-bound cases say what part of their bytes they write (their outputs); the
+// GEMM and attention cases, placed under the compute roof, do not.
+TEST(BenchCases, MemoryBoundCasesSayWhatTheyWrite) {
+  using runtime::bench_written_bytes;
+  using runtime::find_bench_case;
+  using runtime::BenchSize;
+  EXPECT_EQ(bench_written_bytes(find_bench_case("swiglu"), DType::bf16, BenchSize{4, 6}), 4 * 6 * 2);
+  EXPECT_EQ(bench_written_bytes(find_bench_case("add_rmsnorm"), DType::f16, BenchSize{4, 6}), 2 * 4 * 6 * 2);
+  EXPECT_EQ(bench_written_bytes(find_bench_case("col_mean"), DType::f32, BenchSize{40, 6}), 6 * 4);
+  EXPECT_EQ(bench_written_bytes(find_bench_case("multi_axis_sum"), DType::f32, BenchSize{40, 6}), 40 * 4);
+  EXPECT_EQ(bench_written_bytes(find_bench_case("middle_axis_sum"), DType::f32, BenchSize{40, 6}),
+            runtime::kReduceBenchBatch * 6 * 4);
+  EXPECT_FALSE(bench_written_bytes(find_bench_case("gemm"), DType::f16, BenchSize::gemm(16, 16, 16)));
+  // Written bytes are part of the bytes moved.
+  for (const runtime::BenchCase& c : runtime::bench_cases()) {
+    if (c.form != runtime::SizeForm::Matrix) continue;
+    for (const BenchSize& s : c.sizes) {
+      const auto w = bench_written_bytes(c, c.dtypes.front(), s);
+      ASSERT_TRUE(w) << c.name;
+      EXPECT_GT(*w, 0) << c.name;
+      EXPECT_LT(*w, runtime::bench_bytes(c, c.dtypes.front(), s)) << c.name;
+    }
+  }
 }
 
 }  // namespace
