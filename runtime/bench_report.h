@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/stream_ceilings.h"
+
 namespace kiln::runtime {
 
 struct BenchRow {
@@ -28,6 +30,12 @@ struct BenchRow {
   std::string check = "skipped";  // "passed", "failed" or "skipped"
   // For a row merged from a peers file: the peer's own pct_roofline.
   std::optional<double> peer_pct_roofline;
+  // A row under the bandwidth slope: the part of `bytes` written, and the ceiling of its
+  // own mix of reads and writes (stream_ceilings.h) with the row's % of it; ceiling_gbs
+  // is 0 where the run measured no read and write ceilings.
+  std::optional<int64_t> written_bytes;
+  double ceiling_gbs = 0;
+  double pct_ceiling = 0;
 
   bool same_key(const BenchRow& o) const {
     return case_name == o.case_name && dtype == o.dtype && shape == o.shape && impl == o.impl;
@@ -39,6 +47,7 @@ struct BenchReport {
   std::string gpu;
   std::string date;  // YYYY-MM-DD
   double copy_gbs = 0;
+  double read_gbs = 0, write_gbs = 0;  // the read-only and write-only stream ceilings; 0 when not measured
   double gemm_tflops = 0;   // the compute roof; 0 when not measured
   std::string gemm_source;  // what was timed for it, or why it was not
   std::vector<BenchRow> rows;
@@ -51,6 +60,12 @@ void fill_rates(BenchRow& row, double copy_gbs, double gemm_tflops = 0);
 // a row whose flop/B puts it past the ridge (copy_gbs x intensity above the rate), else
 // % of the copy bandwidth.
 double roofline_percent(const BenchRow& row, double copy_gbs, double gemm_tflops);
+// Whether a row sits under the compute roof (its flop/B times the copy bandwidth above
+// the GEMM rate) rather than under the bandwidth slope.
+bool past_ridge(const BenchRow& row, double copy_gbs, double gemm_tflops);
+// Fills ceiling_gbs and pct_ceiling of a row under the bandwidth slope whose written
+// bytes are known, from the report's stream ceilings; clears them otherwise.
+void place_under_ceiling(BenchRow& row, const StreamCeilings& ceilings, double gemm_tflops);
 
 nlohmann::json to_json(const BenchReport& report);
 // Throws kiln::Error naming the missing or mistyped field (and the row).
@@ -64,7 +79,8 @@ std::string to_csv(const BenchReport& report);
 
 // Adds the peers' rows to `ours`, replacing a row with the same key. Each merged
 // row keeps the peer's own figure in peer_pct_roofline and has pct_roofline
-// recomputed against our roofline (ours.copy_gbs and ours.gemm_tflops).
+// recomputed against our roofline (ours.copy_gbs and ours.gemm_tflops) and, where it
+// has its written bytes, placed under our stream ceilings.
 void merge_peers(BenchReport& ours, const BenchReport& peers);
 
 // Today's date as YYYY-MM-DD (local time).

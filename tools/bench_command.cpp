@@ -180,9 +180,10 @@ int compile_only(const BenchArgs& a, const std::vector<Job>& jobs) {
 
 // ---- running on the GPU ----
 
-// The two roofs every row is placed under, measured once per run.
+// The roofs every row is placed under, measured once per run: the stream ceilings
+// (copy, read-only, write-only) and the GEMM rate.
 struct Roof {
-  double copy_gbs = 0;
+  runtime::StreamCeilings streams;
   double gemm_tflops = 0;  // 0: not measured
 };
 
@@ -222,6 +223,7 @@ BenchRow new_row(const Job& j, const std::string& impl) {
   row.impl = impl;
   row.bytes = runtime::bench_bytes(*j.c, j.dtype, j.size);
   row.flops = runtime::bench_flops(*j.c, j.dtype, j.size);
+  row.written_bytes = runtime::bench_written_bytes(*j.c, j.dtype, j.size);
   return row;
 }
 
@@ -262,7 +264,8 @@ BenchRow measure(const Job& j, JobData& d, const std::string& impl, const std::s
       } catch (const Error&) {
       }
     }
-    runtime::fill_rates(row, roof.copy_gbs, roof.gemm_tflops);
+    runtime::fill_rates(row, roof.streams.copy_gbs, roof.gemm_tflops);
+    runtime::place_under_ceiling(row, roof.streams, roof.gemm_tflops);
   } else {
     row.config += " [" + detail + "]";
   }
@@ -436,16 +439,19 @@ void print_table(const runtime::BenchReport& r) {
   for (const BenchRow* h : heads) {
     std::cout << fmt::format("{} {} [{}]: {:.1f} MB moved at least\n", h->case_name, h->dtype,
                              fmt::join(h->shape, ", "), static_cast<double>(h->bytes) / 1e6);
-    std::cout << fmt::format("  {:<14} {:>10} {:>8} {:>8} {:>8} {:>14} {:>8}  {:<7}  {}\n", "impl", "median ms",
-                             "GB/s", "TFLOP/s", "flop/B", "% roofline", "vs hand", "check", "config");
+    std::cout << fmt::format("  {:<14} {:>10} {:>8} {:>8} {:>8} {:>14} {:>7} {:>8}  {:<7}  {}\n", "impl",
+                             "median ms", "GB/s", "TFLOP/s", "flop/B", "% roofline", "% ceil", "vs hand", "check",
+                             "config");
     for (const BenchRow& row : r.rows) {
       if (row.case_name != h->case_name || row.dtype != h->dtype || row.shape != h->shape) continue;
       const double intensity = row.bytes > 0 ? static_cast<double>(row.flops) / static_cast<double>(row.bytes) : 0;
       std::string roof = row.median_ms > 0 ? fmt::format("{:.1f}", row.pct_roofline) : "-";
       if (row.peer_pct_roofline) roof += fmt::format(" ({:.1f})", *row.peer_pct_roofline);
       std::string ms = row.median_ms > 0 ? fmt::format("{:.4f}", row.median_ms) : "-";
-      std::cout << fmt::format("  {:<14} {:>10} {:>8.0f} {:>8.2f} {:>8.2f} {:>14} {:>8}  {:<7}  {}\n", row.impl, ms,
-                               row.gb_s, row.tflop_s, intensity, roof, vs_hand(r, row), row.check, row.config);
+      const std::string ceil = row.ceiling_gbs > 0 && row.median_ms > 0 ? fmt::format("{:.1f}", row.pct_ceiling) : "-";
+      std::cout << fmt::format("  {:<14} {:>10} {:>8.0f} {:>8.2f} {:>8.2f} {:>14} {:>7} {:>8}  {:<7}  {}\n", row.impl,
+                               ms, row.gb_s, row.tflop_s, intensity, roof, ceil, vs_hand(r, row), row.check,
+                               row.config);
     }
   }
 }
@@ -468,15 +474,19 @@ int bench(const BenchArgs& a) {
   runtime::BenchReport report;
   report.gpu = device.name();
   report.date = runtime::today();
-  report.copy_gbs = runtime::measure_copy_bandwidth_gbs();
+  const runtime::StreamCeilings streams = runtime::measure_stream_ceilings();
+  report.copy_gbs = streams.copy_gbs;
+  report.read_gbs = streams.read_gbs;
+  report.write_gbs = streams.write_gbs;
   const runtime::GemmRate gemm = runtime::measure_gemm_rate();
   report.gemm_tflops = gemm.tflops;
   report.gemm_source = gemm.tflops > 0 ? gemm.source : gemm.why_not;
-  std::cout << fmt::format("kiln bench on {} ({}), {}; copy bandwidth measured now: {:.0f} GB/s; ", device.name(),
-                           device.compile_target(), report.date, report.copy_gbs);
+  std::cout << fmt::format("kiln bench on {} ({}), {}; measured now: copy {:.0f} GB/s, read-only {:.0f} GB/s, "
+                           "write-only {:.0f} GB/s; ", device.name(), device.compile_target(), report.date,
+                           report.copy_gbs, report.read_gbs, report.write_gbs);
   std::cout << (gemm.tflops > 0 ? fmt::format("GEMM rate: {:.0f} TFLOP/s ({})\n", gemm.tflops, gemm.source)
                                 : fmt::format("GEMM rate not measured: {}\n", gemm.why_not));
-  const Roof roof{report.copy_gbs, report.gemm_tflops};
+  const Roof roof{streams, report.gemm_tflops};
   for (const Job& j : jobs) {
     std::cout << fmt::format("== {}\n", j.str()) << std::flush;
     for (BenchRow& row : run_job(j, a, roof, device.sm_count())) {
@@ -484,7 +494,11 @@ int bench(const BenchArgs& a) {
       if (row.median_ms > 0)
         figures = row.flops > 0 ? fmt::format("{:.4f} ms, {:.1f} TFLOP/s, {:.1f}% of the roofline", row.median_ms,
                                               row.tflop_s, row.pct_roofline)
-                                : fmt::format("{:.4f} ms, {:.1f}% of the roofline", row.median_ms, row.pct_roofline);
+                  : row.ceiling_gbs > 0
+                      ? fmt::format("{:.4f} ms, {:.0f} GB/s, {:.1f}% of copy, {:.1f}% of its read/write ceiling "
+                                    "({:.0f} GB/s)", row.median_ms, row.gb_s, row.pct_roofline, row.pct_ceiling,
+                                    row.ceiling_gbs)
+                      : fmt::format("{:.4f} ms, {:.1f}% of the roofline", row.median_ms, row.pct_roofline);
       std::cout << fmt::format("  {}: {} {}\n", row.impl, row.check, figures);
       report.rows.push_back(std::move(row));
     }

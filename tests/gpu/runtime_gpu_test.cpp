@@ -17,6 +17,7 @@
 #include "runtime/cuda_driver.h"
 #include "runtime/device.h"
 #include "runtime/device_buffer.h"
+#include "runtime/stream_ceilings.h"
 #include "runtime/timer.h"
 
 using namespace kiln;
@@ -353,4 +354,19 @@ TEST(RuntimeGpu, CopyBandwidthIsPositive) {
   EXPECT_GT(gbs, 0.0);
   EXPECT_LT(gbs, 100000.0);
   std::printf("device-to-device copy: %.0f GB/s (read + write)\n", gbs);
+}
+
+// The read-only and write-only stream kernels check their own work (the sum of ones,
+// the last vector written) and give rates of the order of the copy's.
+TEST(RuntimeGpu, ReadAndWriteCeilingsAreOfTheCopysOrder) {
+  KILN_REQUIRE_GPU();
+  const double copy = measure_copy_bandwidth_gbs(size_t(256) << 20);
+  const double read = measure_read_bandwidth_gbs(size_t(256) << 20);
+  const double write = measure_write_bandwidth_gbs(size_t(256) << 20);
+  std::printf("copy %.0f, read-only %.0f, write-only %.0f GB/s\n", copy, read, write);
+  EXPECT_GT(read, 0.5 * copy);
+  EXPECT_LT(read, 3.0 * copy);
+  EXPECT_GT(write, 0.5 * copy);
+  EXPECT_LT(write, 3.0 * copy);
+  EXPECT_THROW(measure_read_bandwidth_gbs(1000), Error);
 }

@@ -223,11 +223,80 @@ TEST(BenchReport, ReadingABadCheckFails) {
 TEST(BenchReport, CsvQuotesConfigsWithCommas) {
   std::string csv = runtime::to_csv(sample());
   EXPECT_EQ(csv.substr(0, csv.find('\n')),
-            "case,dtype,shape,impl,median_ms,bytes,flops,gb_s,tflop_s,pct_roofline,config,check");
+            "case,dtype,shape,impl,median_ms,bytes,flops,gb_s,tflop_s,pct_roofline,config,check,written_bytes,"
+            "ceiling_gbs,pct_ceiling");
   EXPECT_NE(csv.find("softmax,f16,32768x4096,kiln default,0.14,536870912,0,4000,0,95,\"{threads/row = 128, vec = "
-                     "8}\",passed\n"),
+                     "8}\",passed,,,\n"),
             std::string::npos)
       << csv;
+}
+
+// The ceiling of a mix: each byte costs its own stream's time, so a copy's ceiling is
+// the harmonic mean of the two, a read-only kernel gets the read ceiling, and a mix
+// that needs an unmeasured ceiling has none.
+TEST(StreamCeilings, AMixIsPlacedUnderTheHarmonicMeanOfItsStreams) {
+  EXPECT_DOUBLE_EQ(runtime::mix_ceiling_gbs(100, 0, 4500, 4000), 4500);
+  EXPECT_DOUBLE_EQ(runtime::mix_ceiling_gbs(0, 100, 4500, 4000), 4000);
+  EXPECT_NEAR(runtime::mix_ceiling_gbs(100, 100, 4500, 4000), 2.0 / (1.0 / 4500 + 1.0 / 4000), 1e-9);
+  // Two bytes read for each written (a two-input element-wise op): nearer the read ceiling.
+  EXPECT_NEAR(runtime::mix_ceiling_gbs(200, 100, 4500, 4000), 300.0 / (200.0 / 4500 + 100.0 / 4000), 1e-9);
+  EXPECT_EQ(runtime::mix_ceiling_gbs(100, 100, 4500, 0), 0);
+  EXPECT_EQ(runtime::mix_ceiling_gbs(100, 0, 4500, 0), 4500);
+  EXPECT_EQ(runtime::mix_ceiling_gbs(0, 0, 4500, 4000), 0);
+  EXPECT_EQ(runtime::mix_ceiling_gbs(-1, 10, 4500, 4000), 0);
+}
+
+TEST(StreamCeilings, ARowWithItsWrittenBytesGetsItsCeilingAndOnlySuchARow) {
+  const runtime::StreamCeilings streams{4200, 4500, 4000};
+  BenchRow r = row("kiln default", 0.1, 0);
+  r.bytes = 3000000;
+  r.written_bytes = 1000000;
+  runtime::fill_rates(r, streams.copy_gbs);
+  runtime::place_under_ceiling(r, streams, 700);
+  const double ceiling = 3.0 / (2.0 / 4500 + 1.0 / 4000);
+  EXPECT_NEAR(r.ceiling_gbs, ceiling, 1e-6);
+  EXPECT_NEAR(r.pct_ceiling, 100.0 * 30.0 / ceiling, 1e-6);  // 3 MB in 0.1 ms: 30 GB/s
+  BenchRow unknown = row("kiln default", 0.1, 0);
+  runtime::place_under_ceiling(unknown, streams, 700);
+  EXPECT_EQ(unknown.ceiling_gbs, 0);
+  BenchRow gemm = r;  // past the ridge: under the compute roof, no stream ceiling
+  gemm.flops = int64_t{1} << 40;
+  runtime::fill_rates(gemm, streams.copy_gbs, 700);
+  runtime::place_under_ceiling(gemm, streams, 700);
+  EXPECT_EQ(gemm.ceiling_gbs, 0);
+}
+
+TEST(StreamCeilings, TheCeilingsAndARowsPlaceSurviveJson) {
+  BenchReport r = sample();
+  r.read_gbs = 4500;
+  r.write_gbs = 3900;
+  r.rows[0].written_bytes = 268435456;
+  r.rows[0].ceiling_gbs = 4180;
+  r.rows[0].pct_ceiling = 95.7;
+  const BenchReport back = runtime::report_from_json(runtime::to_json(r));
+  EXPECT_EQ(back.read_gbs, 4500);
+  EXPECT_EQ(back.write_gbs, 3900);
+  EXPECT_EQ(back.rows[0].written_bytes, std::optional<int64_t>(268435456));
+  EXPECT_EQ(back.rows[0].ceiling_gbs, 4180);
+  EXPECT_EQ(back.rows[0].pct_ceiling, 95.7);
+  EXPECT_FALSE(back.rows[1].written_bytes);
+  EXPECT_FALSE(runtime::to_json(sample()).contains("roof"));  // no ceilings measured, no roof
+}
+
+// A peer row that says what it writes is placed under our ceilings, as our rows are.
+TEST(StreamCeilings, MergedPeerRowsArePlacedUnderOurCeilings) {
+  BenchReport ours = sample();
+  ours.read_gbs = 4500;
+  ours.write_gbs = 4000;
+  BenchReport peers = sample();
+  peers.rows = {row("torch.compile", 0.15, 90.0)};
+  peers.rows[0].written_bytes = peers.rows[0].bytes / 2;
+  peers.rows[0].ceiling_gbs = 1;  // the peer's own figure is replaced
+  runtime::merge_peers(ours, peers);
+  const BenchRow& merged = ours.rows.back();
+  EXPECT_EQ(merged.impl, "torch.compile");
+  EXPECT_NEAR(merged.ceiling_gbs, 2.0 / (1.0 / 4500 + 1.0 / 4000), 1e-6);
+  EXPECT_NEAR(merged.pct_ceiling, 100.0 * 4000 / merged.ceiling_gbs, 1e-6);
 }
 
 TEST(BenchReport, TodayIsAnIsoDate) {

@@ -1,0 +1,126 @@
+// The read-only and write-only stream kernels and the ceiling of a read/write mix. See
+// stream_ceilings.h.
+#include "runtime/stream_ceilings.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <vector>
+
+#include "ir/error.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/device.h"
+#include "runtime/device_buffer.h"
+#include "runtime/helper_kernel.h"
+#include "runtime/timer.h"
+
+namespace kiln::runtime {
+
+namespace {
+
+constexpr unsigned kThreads = 256;
+constexpr size_t kChunkBytes = 64 * 1024;  // read by one block into one partial sum
+
+// Each block sums one 64 KiB chunk with four 16-byte loads in flight per thread and
+// writes one float; the fill writes 16 bytes a thread in a grid-stride loop.
+constexpr const char* kSource = R"(
+extern "C" __global__ void __launch_bounds__(256) kiln_read_stream(const float4* __restrict__ x,
+    float* __restrict__ partial) {
+  const float4* chunk = x + (unsigned long long)blockIdx.x * 4096;
+  float sum = 0.f;
+#pragma unroll
+  for (int i = 0; i < 16; i += 4) {
+    float4 v[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) v[j] = chunk[(i + j) * 256 + threadIdx.x];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) sum += (v[j].x + v[j].y) + (v[j].z + v[j].w);
+  }
+  for (int o = 16; o > 0; o /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+  __shared__ float warp_sums[8];
+  if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = sum;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float total = 0.f;
+    for (int w = 0; w < 8; ++w) total += warp_sums[w];
+    partial[blockIdx.x] = total;
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(256) kiln_write_stream(float4* __restrict__ y,
+    unsigned long long n4) {
+  const float4 one = make_float4(1.f, 1.f, 1.f, 1.f);
+  for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n4;
+       i += (unsigned long long)gridDim.x * blockDim.x)
+    y[i] = one;
+}
+)";
+
+CUfunction stream_kernel(const char* entry) { return helper_kernel(kSource, entry, Device::get().compile_target()); }
+
+void check_size(size_t bytes, const char* what) {
+  if (bytes == 0 || bytes % kChunkBytes != 0)
+    throw Error(fmt::format("{}: the size must be a positive multiple of {} bytes, got {}", what, kChunkBytes, bytes));
+}
+
+}  // namespace
+
+double measure_read_bandwidth_gbs(size_t bytes) {
+  check_size(bytes, "measure_read_bandwidth_gbs");
+  const size_t blocks = bytes / kChunkBytes;
+  DeviceBuffer x(bytes), partial(blocks * sizeof(float));
+  const size_t floats = bytes / sizeof(float);
+  {
+    std::vector<float> ones(floats, 1.0f);
+    x.upload(ones.data(), bytes);
+  }
+  CUdeviceptr x_ptr = x.ptr(), partial_ptr = partial.ptr();
+  std::vector<void*> args = {&x_ptr, &partial_ptr};
+  CUfunction f = stream_kernel("kiln_read_stream");
+  auto launch = [&] { launch_kernel(f, Dim3{static_cast<unsigned>(blocks)}, Dim3{kThreads}, 0, args, "kiln_read_stream"); };
+  const float ms = time_kernel_ms(launch, 3, 11);
+  std::vector<float> sums(blocks);
+  partial.download(sums.data(), blocks * sizeof(float));
+  double total = 0;
+  for (float s : sums) total += s;
+  if (std::abs(total - static_cast<double>(floats)) > 0.5)
+    throw Error(fmt::format("the read-only stream kernel summed {} ones to {}: it skipped part of its input", floats, total));
+  return static_cast<double>(bytes) / (static_cast<double>(ms) * 1e-3) / 1e9;
+}
+
+double measure_write_bandwidth_gbs(size_t bytes) {
+  check_size(bytes, "measure_write_bandwidth_gbs");
+  DeviceBuffer y(bytes);
+  y.fill_bytes(0);
+  CUdeviceptr y_ptr = y.ptr();
+  unsigned long long vectors = bytes / 16;
+  std::vector<void*> args = {&y_ptr, &vectors};
+  CUfunction f = stream_kernel("kiln_write_stream");
+  const unsigned blocks = static_cast<unsigned>(8 * Device::get().sm_count());
+  auto launch = [&] { launch_kernel(f, Dim3{blocks}, Dim3{kThreads}, 0, args, "kiln_write_stream"); };
+  const float ms = time_kernel_ms(launch, 3, 11);
+  // The fill is zeroed first, so a kernel that stopped short leaves its last vector unset.
+  float last[4] = {};
+  cu::memcpy_dtoh(last, y.ptr() + bytes - sizeof last, sizeof last);
+  if (last[0] != 1.0f || last[3] != 1.0f)
+    throw Error("the write-only stream kernel left the end of its output unwritten");
+  return static_cast<double>(bytes) / (static_cast<double>(ms) * 1e-3) / 1e9;
+}
+
+StreamCeilings measure_stream_ceilings() {
+  StreamCeilings c;
+  c.copy_gbs = measure_copy_bandwidth_gbs();
+  c.read_gbs = measure_read_bandwidth_gbs();
+  c.write_gbs = measure_write_bandwidth_gbs();
+  return c;
+}
+
+double mix_ceiling_gbs(int64_t read_bytes, int64_t written_bytes, double read_gbs, double write_gbs) {
+  if (read_bytes < 0 || written_bytes < 0 || read_bytes + written_bytes == 0) return 0;
+  if ((read_bytes > 0 && read_gbs <= 0) || (written_bytes > 0 && write_gbs <= 0)) return 0;
+  const double read_time = read_bytes > 0 ? static_cast<double>(read_bytes) / read_gbs : 0;
+  const double write_time = written_bytes > 0 ? static_cast<double>(written_bytes) / write_gbs : 0;
+  return static_cast<double>(read_bytes + written_bytes) / (read_time + write_time);
+}
+
+}  // namespace kiln::runtime
