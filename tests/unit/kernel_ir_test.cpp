@@ -52,7 +52,7 @@ TEST(KernelIR, FusedChainPrintsAsAKernel) {
 })");
   EXPECT_EQ(ir::print(k),
             "kernel @k0 pointwise(%x: f16[64,256], %s: f16[256] strides[0,1], %r: f16[64,1] strides[1,0], "
-            "out %y: f16[64,256]) config {threads = 64, elems = 8, vec = 8} {\n"
+            "out %y: f16[64,256]) config {threads = 64, elems = 1, vec = 1} {\n"
             "  %0 = load %x : f16\n"
             "  %1 = load %s : f16\n"
             "  %2 = mul %0, %1 : f16\n"
@@ -75,7 +75,7 @@ TEST(KernelIR, ConstantsIotaAndCastsPrint) {
   return %y
 })");
   EXPECT_EQ(ir::print(k),
-            "kernel @k0 pointwise(out %y: f32[4,8]) config {threads = 64, elems = 4, vec = 4} {\n"
+            "kernel @k0 pointwise(out %y: f32[4,8]) config {threads = 64, elems = 1, vec = 1} {\n"
             "  %0 = index [0,1] : i32\n"
             "  %1 = cast %0 : f32\n"
             "  %2 = const 0.5 : f32\n"
@@ -352,7 +352,7 @@ TEST(TileConfig, HeuristicUses16ByteVectorsAndFillsTheGpu) {
   ir::TileConfig c = ir::heuristic(k);
   EXPECT_EQ(c.vec, 8);  // 8 halves = 16 bytes
   EXPECT_EQ(c.threads, 256);
-  EXPECT_EQ(c.elems, 16);
+  EXPECT_EQ(c.elems, 8);  // one vector a thread and input: two full-size inputs
   int64_t blocks = k.numel() / (c.threads * c.elems);
   EXPECT_GE(blocks, 4 * ir::kTargetSMs);
 }
@@ -360,15 +360,26 @@ TEST(TileConfig, HeuristicUses16ByteVectorsAndFillsTheGpu) {
 TEST(TileConfig, HeuristicVectorWidthFollowsTheWidestElement) {
   ir::TileConfig c = ir::heuristic(kernel_of(add_f32(1 << 24)));
   EXPECT_EQ(c.vec, 4);  // 4 floats = 16 bytes
-  EXPECT_EQ(c.elems, 8);
+  EXPECT_EQ(c.elems, 4);
   EXPECT_EQ(c.threads, 256);
+}
+
+// One full-size input keeps two vectors of it in flight a thread.
+TEST(TileConfig, HeuristicGivesOneInputTwoVectorsAThread) {
+  ir::TileConfig c = ir::heuristic(kernel_of(R"(func @e(%x: f16[4096,4096]) -> (f16[4096,4096]) {
+  %y = exp %x : f16[4096,4096]
+  return %y
+})"));
+  EXPECT_EQ(c, (ir::TileConfig{256, 16, 8}));
 }
 
 TEST(TileConfig, HeuristicShrinksWorkPerThreadForSmallSizes) {
   ir::TileConfig c = ir::heuristic(kernel_of(add_f32(1000003)));
-  EXPECT_EQ(c, (ir::TileConfig{256, 4, 4}));  // 977 blocks; 8 elements per thread would leave 489
+  EXPECT_EQ(c, (ir::TileConfig{256, 4, 4}));  // 977 blocks
+  ir::TileConfig small = ir::heuristic(kernel_of(add_f32(65536)));
+  EXPECT_EQ(small, (ir::TileConfig{256, 1, 1}));  // one element a thread: all of them in flight at once
   ir::TileConfig tiny = ir::heuristic(kernel_of(add_f32(7)));
-  EXPECT_EQ(tiny, (ir::TileConfig{64, 4, 4}));
+  EXPECT_EQ(tiny, (ir::TileConfig{64, 1, 1}));
   ir::TileConfig one = ir::heuristic(kernel_of(add_f32(1)));
   EXPECT_EQ(one, (ir::TileConfig{64, 1, 1}));
 }
@@ -478,7 +489,7 @@ TEST(TilePass, StoresTheHeuristicConfigOnEachGroup) {
   ir::Graph g = fused(kChainF16);
   EXPECT_TRUE(passes::create_pass("tile")->run(g));
   ASSERT_EQ(g.groups().size(), 1u);
-  EXPECT_EQ(ir::TileConfig::from_attrs(g.groups()[0].tile), (ir::TileConfig{256, 16, 8}));
+  EXPECT_EQ(ir::TileConfig::from_attrs(g.groups()[0].tile), (ir::TileConfig{256, 8, 8}));
   EXPECT_FALSE(passes::create_pass("tile")->run(g));  // already tiled
 }
 

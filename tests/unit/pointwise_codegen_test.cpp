@@ -34,6 +34,14 @@ std::vector<ir::Kernel> kernels_of(const std::string& text, const std::string& p
 
 std::string source_of(const std::string& text) { return codegen::emit_cuda(kernels_of(text)); }
 
+// As source_of, with `config` in place of the heuristic's (which gives small graphs like
+// these one element a thread): the shape of vectorised code at a size a test can read.
+std::string source_with(const std::string& text, const ir::TileConfig& config) {
+  std::vector<ir::Kernel> ks = kernels_of(text);
+  for (ir::Kernel& k : ks) k.config = config;
+  return codegen::emit_cuda(ks);
+}
+
 
 using test::contains;
 using test::expect_compiles;
@@ -128,20 +136,22 @@ TEST(PointwiseCodegen, SignatureFollowsTheArgumentOrder) {
                        "const __half* __restrict__ in_r, __half* __restrict__ out_y) {"));
 }
 
+const ir::TileConfig kVectors8{64, 8, 8};
+
 TEST(PointwiseCodegen, HeaderNamesTheFusedNodesAndTheConfig) {
-  std::string src = source_of(kChain);
+  std::string src = source_with(kChain, kVectors8);
   EXPECT_TRUE(contains(src, "//   %g = gelu %a {approximate = \"tanh\"} : f16[64,256]\n"));
   EXPECT_TRUE(contains(src, "// Config {threads = 64, elems = 8, vec = 8}: grid 32 x 64 threads"));
 }
 
 TEST(PointwiseCodegen, ContiguousHalvesMoveAs16ByteVectors) {
-  std::string src = source_of(kChain);
+  std::string src = source_with(kChain, kVectors8);
   EXPECT_TRUE(contains(src, "= *reinterpret_cast<const kiln_vec<__half, 8>*>(in_x + base);"));
   EXPECT_TRUE(contains(src, "*reinterpret_cast<kiln_vec<__half, 8>*>(out_y + base) = "));
 }
 
 TEST(PointwiseCodegen, RowBroadcastLoadsVectorsAlongTheRow) {
-  std::string src = source_of(kChain);
+  std::string src = source_with(kChain, kVectors8);
   EXPECT_TRUE(contains(src, "const unsigned int off1 = c1;"));  // %s: the column index
   EXPECT_TRUE(contains(src, "*reinterpret_cast<const kiln_vec<__half, 8>*>(in_s + off1);"));
 }
@@ -164,10 +174,10 @@ TEST(PointwiseCodegen, TransposedArgumentIsReadElementByElement) {
 
 TEST(PointwiseCodegen, VectorsCrossingRowsIndexEachElement) {
   // Rows of 10 do not hold whole vectors of 4: the broadcast %w is indexed per element.
-  std::string src = source_of(R"(func @r(%x: f32[6,10], %w: f32[10]) -> (f32[6,10]) {
+  std::string src = source_with(R"(func @r(%x: f32[6,10], %w: f32[10]) -> (f32[6,10]) {
   %a = mul %x, %w : f32[6,10]
   return %a
-})");
+})", ir::TileConfig{64, 4, 4});
   EXPECT_TRUE(contains(src, "const unsigned int e1 = eq % 10u;"));
   EXPECT_TRUE(contains(src, "in_w[e1]"));
 }
