@@ -25,6 +25,8 @@ constexpr int64_t kMaxSharedBytes = 48 * 1024;            // static shared memor
 constexpr int64_t kMaxScratchBytes = int64_t{64} << 20;   // the partials of a split K
 constexpr int64_t kMaxGrid = std::numeric_limits<int32_t>::max();
 constexpr int kThreadsPerSM = 2048;
+// Threads a column-mode grid aims at: 1024 an SM, half the slots (see default_split).
+constexpr int64_t kTargetThreads = int64_t{kTargetSMs} * 1024;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 bool power_of_two(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
@@ -137,17 +139,19 @@ namespace {
 // slices a thread keeps that tail to a few loads in flight at once.
 constexpr int kMaxSlicesPerThread = 8;
 
-// Slices of K for a block shape: until the blocks fill every SM once (columns; 16384 x
-// 16384 fp32: 128 column tiles x 8 slices, all resident) or twice (one column a
-// block: 2^27 elements in 1056 blocks of 512), while each thread keeps at least 16
-// (columns) or 8 (one column) vectors to read in its slice and the fold stays short.
+// Slices of K for a block shape. Columns: until the grid holds about 1024 threads an
+// SM (half the slots: the sweep's best tall column means, 65536 x 256 and 50000 x 1024
+// f32, and no split where the column tiles alone reach it, as for a middle axis of
+// 8 x 4096 x 1024), while each thread keeps at least 16 vectors of its slice and the
+// fold stays short. One column a block: until the blocks fill every SM twice (2^27
+// elements in 1056 blocks of 512), at least 8 vectors a thread.
 int default_split(const ColShape& s, const TileConfig& c) {
   const int block = block_threads(s, c);
-  const int64_t wave = int64_t{kTargetSMs} * (kThreadsPerSM / block);
   const int64_t col_blocks = ceil_div(s.n, c.cols);
   const int64_t per_thread = s.one_column ? 8 * c.vec : 16;
   const int64_t by_work = std::max<int64_t>(1, s.k / (int64_t{c.k_threads} * per_thread));
-  const int64_t by_wave = std::max<int64_t>(1, (s.one_column ? 2 * wave : wave) / col_blocks);
+  const int64_t wanted = s.one_column ? int64_t{2} * kTargetSMs * (kThreadsPerSM / block) : kTargetThreads / block;
+  const int64_t by_wave = std::max<int64_t>(1, wanted / col_blocks);
   const int64_t by_fold = int64_t{kMaxSlicesPerThread} * c.k_threads;
   int64_t split = std::min({by_work, by_wave, by_fold, int64_t{kMaxSplit}});
   const int64_t scratch_cap = kMaxScratchBytes / (int64_t{4} * std::max(1, s.reduces) * s.n);
@@ -212,20 +216,22 @@ TileConfig col_reduce_heuristic(const Kernel& k) {
     const int64_t vectors = ceil_div(s.k, int64_t{c.vec} * (s.n > 1 ? 16 : 1));
     c.k_threads = std::max(32, std::min(512, pow2_at_least(vectors)));
   } else {
-    // A warp across 32 column vectors (512 contiguous bytes per row), fewer when the
-    // columns run out (a middle axis: the innermost kept dim, so that a block's
-    // columns lie in one contiguous stretch of each row); the rest of a 256-thread
-    // block walks K.
+    // Eight column threads (128 bytes of each row for 16-byte vectors: whole sectors),
+    // fewer when the columns run out (a middle axis: the innermost kept dim, so that a
+    // block's columns lie in one contiguous stretch of each row). Blocks of 128 to 512
+    // threads, as many along K as bring the column tiles to about 1024 threads an SM.
+    // The H200 sweep of tall, wide and middle-axis f32 sums (bench/NOTES.md): narrow
+    // tiles with more threads along K read as fast as wide ones, and need fewer K
+    // slices (whose partials cost a second pass) to fill the GPU.
     const int64_t fit = std::min(s.n, s.inner_cols);
-    col_threads = 32;
+    col_threads = 8;
     while (col_threads > 1 && int64_t{col_threads / 2} * c.vec >= fit) col_threads /= 2;
-    // A tall matrix with few column tiles: narrower tiles (down to 8 threads, 128
-    // bytes a row) put more of the block along K and more tiles in the grid, so that
-    // fewer slices fill the GPU and the last block's fold of them stays short
-    // (65536 x 256 fp32: 2 tiles of 512 slices before, 8 tiles of 128 now).
-    while (col_threads > 8 && ceil_div(s.n, int64_t{col_threads} * c.vec) < kTargetSMs / 4) col_threads /= 2;
     c.cols = col_threads * c.vec;
-    c.k_threads = std::min(256 / col_threads, pow2_at_least(s.k));
+    const int64_t col_blocks = ceil_div(s.n, int64_t{c.cols});
+    const int64_t block = std::clamp<int64_t>(kTargetThreads / col_blocks, 128, 512);
+    int threads = 128;
+    while (threads * 2 <= block) threads *= 2;
+    c.k_threads = std::min(threads / col_threads, pow2_at_least(s.k));
     c.k_threads = std::max(c.k_threads, 32 / col_threads);
   }
   c.k_split = 1;

@@ -61,9 +61,9 @@ TEST(ColReduceTile, SquareFp32ColumnSumUses16ByteVectorsAndFillsTheGpu) {
   ir::Kernel k = kernel_of(col_reduce_test::column_graph("sum", "f32", 16384, 16384));
   ir::TileConfig c = ir::heuristic(k);
   EXPECT_EQ(c.vec, 4);
-  EXPECT_EQ(c.cols, 128);  // 32 column threads of 4 columns
-  EXPECT_EQ(c.k_threads, 8);
-  EXPECT_EQ(c.k_split, 8);  // 128 column tiles x 8 slices: 1024 blocks, all resident on 132 SMs
+  EXPECT_EQ(c.cols, 32);  // 8 column threads of 4 columns: 128 bytes of each row
+  EXPECT_EQ(c.k_threads, 32);
+  EXPECT_EQ(c.k_split, 1);  // 512 column tiles of 256 threads: 1024 threads an SM without a split
 }
 
 TEST(ColReduceTile, TallNarrowAndFullReductionsSplitK) {
