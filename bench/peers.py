@@ -35,8 +35,9 @@ dequantised weight, torch's int4 kernel, torch.compile of dequantise + linear;
 bench/peers_quant.py).
 
 Ceilings: a row of a memory-bound case also gets ceiling_gbs, the stream ceiling of its own
-mix of R bytes read and W written, each byte read taking 1 / read_gbs and each written
-1 / write_gbs: (R + W) / (R / read_gbs + W / write_gbs); pct_ceiling is its share of that.
+mix of R bytes read and W written: the seconds a byte takes, interpolated linearly in
+W / (R + W) between the read-only stream (0), the copy (1/2) and the write-only stream (1),
+as `kiln bench` places its rows (runtime/stream_ceilings.h); pct_ceiling is its share of that.
 
 --check reads what `kiln run FILE --save DIR` wrote (inputs and Kiln's outputs as .npy,
 manifest.json), recomputes the case in float64 (PyTorch when present, else NumPy) and
@@ -855,28 +856,40 @@ def roofline_percent(gb_s, tflop_s, nbytes, flops, copy_gbs, gemm_tflops):
     return 100.0 * gb_s / copy_gbs if copy_gbs > 0 else 0.0
 
 
-CEILING_MODEL = "(R + W) / (R / read_gbs + W / write_gbs)"
+CEILING_MODEL = ("1 / t, t the seconds per byte interpolated linearly in W / (R + W) between 1 / read_gbs (0), "
+                 "1 / copy_gbs (1/2) and 1 / write_gbs (1)")
 
 
-def ceiling_gbs(read_bytes, written_bytes, read_gbs, write_gbs):
-    """The stream ceiling, in GB/s of R + W, of a kernel that reads R bytes and writes W: each
-    byte read takes 1 / read_gbs and each written 1 / write_gbs, one after another on the one
-    memory bus, so (R + W) / (R / read_gbs + W / write_gbs), the mean of the two ceilings
-    weighted by bytes (harmonic). A copy (R = W) gets 2 / (1 / read + 1 / write). 0 when a
-    ceiling the mix needs is not known."""
+def ceiling_gbs(read_bytes, written_bytes, read_gbs, write_gbs, copy_gbs):
+    """The stream ceiling, in GB/s of R + W, of a kernel that reads R bytes and writes W: the time
+    a byte takes, interpolated linearly in the share written between the read-only stream (none
+    written), the copy (half) and the write-only stream (all). A copy is placed under the copy
+    measured; each byte costing its own stream's time alone, (R + W) / (R / read + W / write),
+    puts the copy above what a copy measures (turning the bus between reads and writes costs
+    time of its own). 0 when a ceiling the mix needs is not known."""
     if read_bytes < 0 or written_bytes < 0 or read_bytes + written_bytes == 0:
         return 0.0
-    if (read_bytes and read_gbs <= 0) or (written_bytes and write_gbs <= 0):
-        return 0.0
-    read_time = read_bytes / read_gbs if read_bytes else 0.0
-    write_time = written_bytes / write_gbs if written_bytes else 0.0
-    return (read_bytes + written_bytes) / (read_time + write_time)
+    share = written_bytes / (read_bytes + written_bytes)
+    if share <= 0.5:
+        if read_gbs <= 0 or (share > 0 and copy_gbs <= 0):
+            return 0.0
+        start, end, along = 1.0 / read_gbs, (1.0 / copy_gbs if share > 0 else 1.0 / read_gbs), share / 0.5
+    else:
+        if write_gbs <= 0 or (share < 1 and copy_gbs <= 0):
+            return 0.0
+        start, end, along = (1.0 / copy_gbs if share < 1 else 1.0 / write_gbs), 1.0 / write_gbs, (share - 0.5) / 0.5
+    return 1.0 / (start + along * (end - start))
+
+
+def streams_alone_copy_gbs(read_gbs, write_gbs):
+    """Where a copy would lie if each byte cost only its own stream's time: 2 / (1 / read + 1 / write)."""
+    return 2.0 / (1.0 / read_gbs + 1.0 / write_gbs) if read_gbs > 0 and write_gbs > 0 else 0.0
 
 
 def make_row(case, dtype, shape, impl, median_ms, nbytes, copy_gbs, config, check, flops=0, gemm_tflops=0.0,
              written_bytes=None, roof=None):
-    """A result row. With the bytes written and the measured ceilings (roof: read_gbs, write_gbs), a
-    row under the bandwidth slope also gets ceiling_gbs and pct_ceiling."""
+    """A result row. With the bytes written and the measured ceilings (roof: copy_gbs, read_gbs,
+    write_gbs), a row under the bandwidth slope also gets ceiling_gbs and pct_ceiling."""
     seconds = median_ms * 1e-3
     gb_s = nbytes / seconds / 1e9 if median_ms > 0 else 0.0
     tflop_s = flops / seconds / 1e12 if median_ms > 0 else 0.0
@@ -886,7 +899,7 @@ def make_row(case, dtype, shape, impl, median_ms, nbytes, copy_gbs, config, chec
            "config": config, "check": check}
     if written_bytes is not None and roof and not past_ridge(nbytes, flops, copy_gbs, gemm_tflops):
         ceiling = ceiling_gbs(nbytes - written_bytes, written_bytes, roof.get("read_gbs", 0.0),
-                              roof.get("write_gbs", 0.0))
+                              roof.get("write_gbs", 0.0), roof.get("copy_gbs", 0.0))
         if ceiling > 0:
             row["written_bytes"] = int(written_bytes)
             row["ceiling_gbs"] = ceiling
@@ -899,7 +912,7 @@ def make_roof(copy_gbs, read_gbs=0.0, write_gbs=0.0, read_source="", write_sourc
     return {"copy_gbs": float(copy_gbs), "read_gbs": float(read_gbs), "write_gbs": float(write_gbs),
             "read_source": read_source, "write_source": write_source,
             "model": f"ceiling_gbs = {CEILING_MODEL}, R and W the row's bytes read and written",
-            "model_copy_gbs": ceiling_gbs(1, 1, read_gbs, write_gbs)}
+            "streams_alone_copy_gbs": streams_alone_copy_gbs(read_gbs, write_gbs)}
 
 
 def make_result(gpu, copy_gbs, rows, errors=(), date=None, gemm_tflops=0.0, gemm_source="", roof=None):
@@ -1145,7 +1158,8 @@ def run_benchmarks(args):
           f"{torch.__version__}, triton {triton.__version__ if triton else 'absent'}, "
           f"jax {peers_xla.version() or 'absent'}", flush=True)
     print(f"read-only {read_gbs:.0f} GB/s ({read_source}); write-only {write_gbs:.0f} GB/s ({write_source}); "
-          f"ceiling_gbs = {CEILING_MODEL}, which puts a copy at {roof['model_copy_gbs']:.0f} GB/s", flush=True)
+          f"ceiling_gbs = {CEILING_MODEL} (each byte at its own stream's time alone would put a copy at "
+          f"{roof['streams_alone_copy_gbs']:.0f} GB/s)", flush=True)
     gemm_tflops, gemm_source = 0.0, ""
     if any(CASES[name].flops(*s) > 0 for name in case_names for s in shapes[name]):  # the compute roof
         gemm_tflops, gemm_source = measure_gemm_tflops()

@@ -424,36 +424,41 @@ class KilnImplementationTest(unittest.TestCase):
 
 @unittest.skipIf(np is None, "numpy is not installed")
 class Ceilings(unittest.TestCase):
-    """The stream-ceiling model: (R + W) / (R / read_gbs + W / write_gbs)."""
+    """The stream-ceiling model: seconds per byte interpolated in W / (R + W) through the read-only
+    stream, the copy and the write-only stream, as runtime/stream_ceilings.cpp has it."""
 
     def test_a_pure_mix_gets_its_own_ceiling(self):
-        self.assertEqual(peers.ceiling_gbs(10**9, 0, 4500.0, 4000.0), 4500.0)
-        self.assertEqual(peers.ceiling_gbs(0, 10**9, 4500.0, 4000.0), 4000.0)
+        self.assertEqual(peers.ceiling_gbs(10**9, 0, 4500.0, 4000.0, 4200.0), 4500.0)
+        self.assertEqual(peers.ceiling_gbs(0, 10**9, 4500.0, 4000.0, 4200.0), 4000.0)
 
-    def test_a_copy_is_the_harmonic_mean(self):
-        # 2 / (1/4500 + 1/4000) = 2 * 4500 * 4000 / 8500
-        self.assertAlmostEqual(peers.ceiling_gbs(2**30, 2**30, 4500.0, 4000.0), 4235.294117647, places=6)
-        self.assertAlmostEqual(peers.make_roof(4200.0, 4500.0, 4000.0)["model_copy_gbs"], 4235.294117647, places=6)
+    def test_a_copy_is_the_copy_measured(self):
+        self.assertAlmostEqual(peers.ceiling_gbs(2**30, 2**30, 4500.0, 4600.0, 4200.0), 4200.0, places=6)
+        # each byte at its own stream's time alone: 2 / (1/4500 + 1/4000) = 2 * 4500 * 4000 / 8500
+        self.assertAlmostEqual(peers.make_roof(4200.0, 4500.0, 4000.0)["streams_alone_copy_gbs"], 4235.294117647,
+                               places=6)
 
     def test_three_reads_to_one_write(self):
-        # softmax-like mixes weigh the read ceiling by bytes: 4 / (3/4500 + 1/4000) = 4363.64
-        self.assertAlmostEqual(peers.ceiling_gbs(3, 1, 4500.0, 4000.0), 4363.636363636, places=6)
+        # a quarter written: halfway from the read stream to the copy, in seconds per byte
+        self.assertAlmostEqual(peers.ceiling_gbs(3, 1, 4500.0, 4000.0, 4200.0), 1 / (0.5 / 4500 + 0.5 / 4200),
+                               places=6)
 
-    def test_the_ceiling_lies_between_the_two(self):
-        for r, w in ((1, 99), (50, 50), (99, 1), (7, 3)):
-            c = peers.ceiling_gbs(r, w, 4600.0, 3900.0)
-            self.assertTrue(3900.0 < c < 4600.0, (r, w, c))
+    def test_the_ceiling_lies_between_the_streams_of_its_segment(self):
+        for r, w in ((1, 99), (99, 1), (7, 3)):
+            c = peers.ceiling_gbs(r, w, 4600.0, 3900.0, 4200.0)
+            low, high = sorted((4600.0 if w < r else 3900.0, 4200.0))
+            self.assertTrue(low < c < high, (r, w, c))
 
     def test_unknown_ceilings_give_none(self):
-        self.assertEqual(peers.ceiling_gbs(1, 1, 4500.0, 0.0), 0.0)
-        self.assertEqual(peers.ceiling_gbs(0, 0, 4500.0, 4000.0), 0.0)
-        self.assertEqual(peers.ceiling_gbs(1, 0, 4500.0, 0.0), 4500.0)  # no write: its ceiling is not needed
+        self.assertEqual(peers.ceiling_gbs(1, 1, 4500.0, 4000.0, 0.0), 0.0)
+        self.assertEqual(peers.ceiling_gbs(1, 3, 4500.0, 0.0, 4200.0), 0.0)
+        self.assertEqual(peers.ceiling_gbs(0, 0, 4500.0, 4000.0, 4200.0), 0.0)
+        self.assertEqual(peers.ceiling_gbs(1, 0, 4500.0, 0.0, 0.0), 4500.0)  # no write: the rest is not needed
 
     def test_memory_bound_rows_get_a_ceiling(self):
         roof = peers.make_roof(4200.0, 4500.0, 4000.0)
         row = peers.make_row("softmax", "f16", (32768, 4096), "triton", 0.125, 536870912, 4200.0, "", "passed",
                              written_bytes=268435456, roof=roof)
-        self.assertAlmostEqual(row["ceiling_gbs"], 4235.294117647, places=6)
+        self.assertAlmostEqual(row["ceiling_gbs"], 4200.0, places=6)  # half written: the copy's mix
         self.assertAlmostEqual(row["pct_ceiling"], 100 * row["gb_s"] / row["ceiling_gbs"])
         self.assertEqual(row["written_bytes"], 268435456)
 
@@ -496,7 +501,7 @@ class Ceilings(unittest.TestCase):
         peers.validate_result(back)
         self.assertEqual(back["roof"]["read_gbs"], 4500.0)
         self.assertEqual(back["roof"]["write_gbs"], 4000.0)
-        self.assertIn("(R + W) / (R / read_gbs + W / write_gbs)", back["roof"]["model"])
+        self.assertIn("interpolated linearly in W / (R + W)", back["roof"]["model"])
         del back["roof"]["write_gbs"]
         with self.assertRaises(ValueError):
             peers.validate_result(back)

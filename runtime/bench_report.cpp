@@ -26,8 +26,7 @@ double roofline_percent(const BenchRow& row, double copy_gbs, double gemm_tflops
 void place_under_ceiling(BenchRow& row, const StreamCeilings& ceilings, double gemm_tflops) {
   row.ceiling_gbs = row.pct_ceiling = 0;
   if (!row.written_bytes || past_ridge(row, ceilings.copy_gbs, gemm_tflops)) return;
-  row.ceiling_gbs = mix_ceiling_gbs(row.bytes - *row.written_bytes, *row.written_bytes, ceilings.read_gbs,
-                                    ceilings.write_gbs);
+  row.ceiling_gbs = mix_ceiling_gbs(row.bytes - *row.written_bytes, *row.written_bytes, ceilings);
   if (row.ceiling_gbs > 0 && row.gb_s > 0) row.pct_ceiling = 100.0 * row.gb_s / row.ceiling_gbs;
 }
 
@@ -59,8 +58,9 @@ nlohmann::json to_json(const BenchReport& report) {
                         {"copy_gbs", report.copy_gbs}, {"rows", rows}};
   if (report.read_gbs > 0 || report.write_gbs > 0)
     out["roof"] = {{"copy_gbs", report.copy_gbs}, {"read_gbs", report.read_gbs}, {"write_gbs", report.write_gbs},
-                   {"model", "ceiling_gbs = (R + W) / (R / read_gbs + W / write_gbs), R and W the row's bytes read "
-                             "and written"}};
+                   {"model", "ceiling_gbs = 1 / t, t the seconds per byte interpolated linearly in W / (R + W) "
+                             "between 1 / read_gbs (0), 1 / copy_gbs (1/2) and 1 / write_gbs (1); R and W the "
+                             "row's bytes read and written"}};
   if (report.gemm_tflops > 0 || !report.gemm_source.empty()) {
     out["gemm_tflops"] = report.gemm_tflops;
     out["gemm_source"] = report.gemm_source;
@@ -176,7 +176,7 @@ void merge_peers(BenchReport& ours, const BenchReport& peers) {
   for (BenchRow row : peers.rows) {
     row.peer_pct_roofline = row.pct_roofline;
     row.pct_roofline = row.gb_s > 0 ? roofline_percent(row, ours.copy_gbs, ours.gemm_tflops) : 0;
-    if (ours.read_gbs > 0 && ours.write_gbs > 0)
+    if (ours.read_gbs > 0 || ours.write_gbs > 0)
       place_under_ceiling(row, StreamCeilings{ours.copy_gbs, ours.read_gbs, ours.write_gbs}, ours.gemm_tflops);
     bool replaced = false;
     for (BenchRow& mine : ours.rows) {

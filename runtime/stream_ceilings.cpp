@@ -22,7 +22,7 @@ constexpr unsigned kThreads = 256;
 constexpr size_t kChunkBytes = 64 * 1024;  // read by one block into one partial sum
 
 // Each block sums one 64 KiB chunk with four 16-byte loads in flight per thread and
-// writes one float; the fill writes 16 bytes a thread in a grid-stride loop.
+// writes one float; the fill's blocks write 16 KiB each, four 16-byte stores a thread.
 constexpr const char* kSource = R"(
 extern "C" __global__ void __launch_bounds__(256) kiln_read_stream(const float4* __restrict__ x,
     float* __restrict__ partial) {
@@ -50,9 +50,10 @@ extern "C" __global__ void __launch_bounds__(256) kiln_read_stream(const float4*
 extern "C" __global__ void __launch_bounds__(256) kiln_write_stream(float4* __restrict__ y,
     unsigned long long n4) {
   const float4 one = make_float4(1.f, 1.f, 1.f, 1.f);
-  for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n4;
-       i += (unsigned long long)gridDim.x * blockDim.x)
-    y[i] = one;
+  const unsigned long long first = (unsigned long long)blockIdx.x * 1024 + threadIdx.x;
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+    if (first + j * 256 < n4) y[first + j * 256] = one;
 }
 )";
 
@@ -96,7 +97,7 @@ double measure_write_bandwidth_gbs(size_t bytes) {
   unsigned long long vectors = bytes / 16;
   std::vector<void*> args = {&y_ptr, &vectors};
   CUfunction f = stream_kernel("kiln_write_stream");
-  const unsigned blocks = static_cast<unsigned>(8 * Device::get().sm_count());
+  const auto blocks = static_cast<unsigned>((vectors + 1023) / 1024);  // four 16-byte stores a thread
   auto launch = [&] { launch_kernel(f, Dim3{blocks}, Dim3{kThreads}, 0, args, "kiln_write_stream"); };
   const float ms = time_kernel_ms(launch, 3, 11);
   // The fill is zeroed first, so a kernel that stopped short leaves its last vector unset.
@@ -115,12 +116,23 @@ StreamCeilings measure_stream_ceilings() {
   return c;
 }
 
-double mix_ceiling_gbs(int64_t read_bytes, int64_t written_bytes, double read_gbs, double write_gbs) {
+double mix_ceiling_gbs(int64_t read_bytes, int64_t written_bytes, const StreamCeilings& c) {
   if (read_bytes < 0 || written_bytes < 0 || read_bytes + written_bytes == 0) return 0;
-  if ((read_bytes > 0 && read_gbs <= 0) || (written_bytes > 0 && write_gbs <= 0)) return 0;
-  const double read_time = read_bytes > 0 ? static_cast<double>(read_bytes) / read_gbs : 0;
-  const double write_time = written_bytes > 0 ? static_cast<double>(written_bytes) / write_gbs : 0;
-  return static_cast<double>(read_bytes + written_bytes) / (read_time + write_time);
+  const double written_share = static_cast<double>(written_bytes) / static_cast<double>(read_bytes + written_bytes);
+  // Seconds per GB at either end of the segment the share lies on, and where on it.
+  double from = 0, to = 0, along = 0;
+  if (written_share <= 0.5) {
+    if (c.read_gbs <= 0 || (written_share > 0 && c.copy_gbs <= 0)) return 0;
+    from = 1.0 / c.read_gbs;
+    to = written_share > 0 ? 1.0 / c.copy_gbs : from;
+    along = written_share / 0.5;
+  } else {
+    if (c.write_gbs <= 0 || (written_share < 1 && c.copy_gbs <= 0)) return 0;
+    from = written_share < 1 ? 1.0 / c.copy_gbs : 1.0 / c.write_gbs;
+    to = 1.0 / c.write_gbs;
+    along = (written_share - 0.5) / 0.5;
+  }
+  return 1.0 / (from + along * (to - from));
 }
 
 }  // namespace kiln::runtime

@@ -24,9 +24,14 @@ double measure_write_bandwidth_gbs(size_t bytes = size_t(1) << 30);
 StreamCeilings measure_stream_ceilings();
 
 // The ceiling, in GB/s of R + W, of a kernel that reads `read_bytes` and writes
-// `written_bytes`: each byte read costs 1 / read_gbs and each byte written 1 / write_gbs,
-// one after another on the one memory bus, so (R + W) / (R / read_gbs + W / write_gbs).
-// 0 when the mix needs a ceiling that is not known (0) or moves no bytes.
-double mix_ceiling_gbs(int64_t read_bytes, int64_t written_bytes, double read_gbs, double write_gbs);
+// `written_bytes`, from the three measured streams: the time a byte takes is
+// interpolated, linearly in the share of bytes written, between the read-only stream
+// (none written), the copy (half) and the write-only stream (all). A copy is placed
+// under its own measurement, a reduction under the read stream. Each byte costing its
+// own stream's time alone (R / read + W / write) puts the copy 3-8% above what a copy
+// measures on the H200 (bench/NOTES.md): turning the bus between reads and writes
+// costs time of its own, which the measured copy holds. 0 when a ceiling the mix
+// needs was not measured, or the mix moves no bytes.
+double mix_ceiling_gbs(int64_t read_bytes, int64_t written_bytes, const StreamCeilings& ceilings);
 
 }  // namespace kiln::runtime

@@ -231,19 +231,23 @@ TEST(BenchReport, CsvQuotesConfigsWithCommas) {
       << csv;
 }
 
-// The ceiling of a mix: each byte costs its own stream's time, so a copy's ceiling is
-// the harmonic mean of the two, a read-only kernel gets the read ceiling, and a mix
-// that needs an unmeasured ceiling has none.
-TEST(StreamCeilings, AMixIsPlacedUnderTheHarmonicMeanOfItsStreams) {
-  EXPECT_DOUBLE_EQ(runtime::mix_ceiling_gbs(100, 0, 4500, 4000), 4500);
-  EXPECT_DOUBLE_EQ(runtime::mix_ceiling_gbs(0, 100, 4500, 4000), 4000);
-  EXPECT_NEAR(runtime::mix_ceiling_gbs(100, 100, 4500, 4000), 2.0 / (1.0 / 4500 + 1.0 / 4000), 1e-9);
-  // Two bytes read for each written (a two-input element-wise op): nearer the read ceiling.
-  EXPECT_NEAR(runtime::mix_ceiling_gbs(200, 100, 4500, 4000), 300.0 / (200.0 / 4500 + 100.0 / 4000), 1e-9);
-  EXPECT_EQ(runtime::mix_ceiling_gbs(100, 100, 4500, 0), 0);
-  EXPECT_EQ(runtime::mix_ceiling_gbs(100, 0, 4500, 0), 4500);
-  EXPECT_EQ(runtime::mix_ceiling_gbs(0, 0, 4500, 4000), 0);
-  EXPECT_EQ(runtime::mix_ceiling_gbs(-1, 10, 4500, 4000), 0);
+// The ceiling of a mix: seconds per byte interpolated in the share written, through the
+// read-only stream (none), the copy (half) and the write-only stream (all).
+TEST(StreamCeilings, AMixIsPlacedBetweenTheStreamsItLiesBetween) {
+  const runtime::StreamCeilings c{4200, 4500, 4600};
+  EXPECT_DOUBLE_EQ(runtime::mix_ceiling_gbs(100, 0, c), 4500);
+  EXPECT_DOUBLE_EQ(runtime::mix_ceiling_gbs(0, 100, c), 4600);
+  EXPECT_NEAR(runtime::mix_ceiling_gbs(100, 100, c), 4200, 1e-9);  // a copy: the copy measured
+  // Two bytes read for each written (a two-input element-wise op): two thirds of the way
+  // from the read stream to the copy.
+  EXPECT_NEAR(runtime::mix_ceiling_gbs(200, 100, c), 1.0 / (1.0 / 4500 + (2.0 / 3) * (1.0 / 4200 - 1.0 / 4500)), 1e-9);
+  // Three bytes written for each read: halfway from the copy to the write stream.
+  EXPECT_NEAR(runtime::mix_ceiling_gbs(100, 300, c), 1.0 / (0.5 / 4200 + 0.5 / 4600), 1e-9);
+  // A mix that needs a stream not measured has no ceiling; one that does not, has.
+  EXPECT_EQ(runtime::mix_ceiling_gbs(100, 100, runtime::StreamCeilings{0, 4500, 4600}), 0);
+  EXPECT_EQ(runtime::mix_ceiling_gbs(100, 0, runtime::StreamCeilings{0, 4500, 0}), 4500);
+  EXPECT_EQ(runtime::mix_ceiling_gbs(0, 0, c), 0);
+  EXPECT_EQ(runtime::mix_ceiling_gbs(-1, 10, c), 0);
 }
 
 TEST(StreamCeilings, ARowWithItsWrittenBytesGetsItsCeilingAndOnlySuchARow) {
@@ -253,7 +257,9 @@ TEST(StreamCeilings, ARowWithItsWrittenBytesGetsItsCeilingAndOnlySuchARow) {
   r.written_bytes = 1000000;
   runtime::fill_rates(r, streams.copy_gbs);
   runtime::place_under_ceiling(r, streams, 700);
-  const double ceiling = 3.0 / (2.0 / 4500 + 1.0 / 4000);
+  const double ceiling = runtime::mix_ceiling_gbs(2000000, 1000000, streams);
+  EXPECT_GT(ceiling, 4200);
+  EXPECT_LT(ceiling, 4500);
   EXPECT_NEAR(r.ceiling_gbs, ceiling, 1e-6);
   EXPECT_NEAR(r.pct_ceiling, 100.0 * 30.0 / ceiling, 1e-6);  // 3 MB in 0.1 ms: 30 GB/s
   BenchRow unknown = row("kiln default", 0.1, 0);
@@ -295,7 +301,7 @@ TEST(StreamCeilings, MergedPeerRowsArePlacedUnderOurCeilings) {
   runtime::merge_peers(ours, peers);
   const BenchRow& merged = ours.rows.back();
   EXPECT_EQ(merged.impl, "torch.compile");
-  EXPECT_NEAR(merged.ceiling_gbs, 2.0 / (1.0 / 4500 + 1.0 / 4000), 1e-6);
+  EXPECT_NEAR(merged.ceiling_gbs, ours.copy_gbs, 1e-6);  // half its bytes written: a copy's mix
   EXPECT_NEAR(merged.pct_ceiling, 100.0 * 4000 / merged.ceiling_gbs, 1e-6);
 }
 
