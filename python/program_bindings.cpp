@@ -77,6 +77,37 @@ void run(runtime::Program& p, const py::sequence& inputs, const py::sequence& ou
   p.run(ins, outs, s);
 }
 
+// A CUDA tensor as the Python side describes it: data pointer, Kiln dtype name, shape,
+// strides in elements.
+using Described = std::tuple<uintptr_t, std::string, std::vector<int64_t>, std::vector<int64_t>>;
+
+// run() for tensors the caller has described (kiln/__init__.py does it for PyTorch CUDA
+// tensors of Kiln's dtypes on the current stream): a few attribute reads a tensor
+// instead of a DLPack export, which costs PyTorch 10-20 us a tensor. The same checks and
+// messages follow, in C++.
+void run_described(runtime::Program& p, const std::vector<Described>& inputs, const std::vector<Described>& outputs,
+                   uintptr_t stream) {
+  const passes::Plan& plan = p.plan();
+  if (inputs.size() != plan.inputs.size() || outputs.size() != plan.outputs.size())
+    throw Error(fmt::format("the graph takes {} input(s) and {} output(s); {} and {} tensors were given",
+                            plan.inputs.size(), plan.outputs.size(), inputs.size(), outputs.size()));
+  auto tensor = [&](const Described& d, int buffer, const std::string& label) {
+    const auto& [ptr, dtype_name, shape, strides] = d;
+    const std::string what = fmt::format("{} %{}", label, plan.buffers[buffer].name);
+    const std::optional<DType> dtype = parse_dtype(dtype_name);
+    if (!dtype) throw Error(fmt::format("{}: '{}' is not one of Kiln's dtypes", what, dtype_name));
+    runtime::DeviceTensor t{static_cast<CUdeviceptr>(ptr), *dtype, Shape(shape), strides};
+    runtime::check_device_tensor(t, plan.buffers[buffer].type, what);
+    return t;
+  };
+  std::vector<runtime::DeviceTensor> ins, outs;
+  for (size_t i = 0; i < inputs.size(); ++i) ins.push_back(tensor(inputs[i], plan.inputs[i], fmt::format("input {}", i)));
+  for (size_t i = 0; i < outputs.size(); ++i)
+    outs.push_back(tensor(outputs[i], plan.outputs[i], fmt::format("output {}", i)));
+  py::gil_scoped_release no_gil;
+  p.run(ins, outs, reinterpret_cast<CUstream>(stream));
+}
+
 }  // namespace
 
 void bind_program(py::module_& m) {
@@ -109,6 +140,9 @@ void bind_program(py::module_& m) {
             return out;
           },
           "One dict per kernel: name, kind, config, cuda (the source), ptx_bytes, cubin_bytes.")
+      .def("_run_described", &run_described, py::arg("inputs"), py::arg("outputs"), py::arg("stream"),
+           "run() for tensors described as (data pointer, dtype name, shape, strides); kiln/__init__.py's fast "
+           "path for PyTorch tensors.")
       .def("run", &run, py::arg("inputs"), py::arg("outputs"), py::arg("stream") = py::none(),
            "Runs in place on DLPack tensors (inputs, then outputs, in graph order), enqueued on `stream` "
            "(None: the legacy default stream); returns without waiting.");

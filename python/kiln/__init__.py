@@ -28,14 +28,45 @@ def _current_stream(tensors):
     return None
 
 
+_TORCH_DTYPES = {}  # torch dtype -> Kiln's name, filled on first use
+
+
+def _described_torch(tensors):
+    """(data pointer, dtype, shape, strides) of each tensor when all are PyTorch CUDA tensors of
+    Kiln's dtypes, else None: then DLPack takes them, with its own checks and messages."""
+    torch = _sys.modules.get("torch")
+    if torch is None:
+        return None
+    if not _TORCH_DTYPES:
+        _TORCH_DTYPES.update({torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16",
+                              torch.int32: "i32", torch.bool: "i1"})
+    described = []
+    for t in tensors:
+        if not isinstance(t, torch.Tensor) or not t.is_cuda:
+            return None
+        dtype = _TORCH_DTYPES.get(t.dtype)
+        if dtype is None:
+            return None
+        described.append((t.data_ptr(), dtype, t.shape, t.stride()))
+    return described
+
+
 def _call(self, *inputs, out, stream=None):
     """prog(x, w, out=y) or out=[y, z]: runs in place on the caller's tensors and returns `out`.
 
     stream: None takes the current stream of the tensors' framework (torch, CuPy), else the
-    legacy default stream; or give a torch.cuda.Stream, a cupy.cuda.Stream or a handle."""
+    legacy default stream; or give a torch.cuda.Stream, a cupy.cuda.Stream or a handle.
+    PyTorch CUDA tensors on the current stream skip DLPack (its export costs more than a short
+    kernel runs): their pointers, dtypes, shapes and strides are read directly."""
     outs = list(out) if isinstance(out, (list, tuple)) else [out]
+    tensors = list(inputs) + outs
     if stream is None:
-        stream = _current_stream(list(inputs) + outs)
+        described = _described_torch(tensors)
+        if described is not None:
+            n = len(inputs)
+            self._run_described(described[:n], described[n:], _sys.modules["torch"].cuda.current_stream().cuda_stream)
+            return out
+        stream = _current_stream(tensors)
     self.run(list(inputs), outs, stream)
     return out
 
