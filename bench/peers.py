@@ -26,7 +26,7 @@ Implementations (--impls; default: every one a case has): eager, compile (torch.
 compile-graph (the same compiled function timed in a CUDA graph of 20 calls at every size,
 as `kiln bench` times launches under 50 us), autotune, triton, xla (jax.jit on the same
 tensors through DLPack, timed by the wall clock over back-to-back calls: JAX runs on its own
-stream) and kiln.
+stream), kiln and kiln-graph (Kiln timed in a CUDA graph at every size, beside compile-graph).
 
 Cases of peers only, run when named (`kiln bench` has no such case yet): attention (torch
 SDPA's cuDNN, flash and memory-efficient backends, a flash-attention kernel in Triton;
@@ -100,7 +100,9 @@ ELEMENT_SIZE = {"f16": 2, "bf16": 2, "f32": 4}
 ERROR_BOUND = {"f16": 1e-2, "bf16": 1e-2, "f32": 1e-5}
 IMPL_NAMES = {"eager": "torch eager", "compile": "torch.compile", "compile-graph": "torch.compile (CUDA graph)",
               "autotune": "torch.compile max-autotune", "triton": "triton", "xla": "jax.jit (XLA)",
-              "kiln": "kiln (python)", **peers_attention.IMPL_NAMES, **peers_quant.IMPL_NAMES}
+              "kiln": "kiln (python)", "kiln-graph": "kiln (python, CUDA graph)", **peers_attention.IMPL_NAMES,
+              **peers_quant.IMPL_NAMES}
+KILN_IMPLS = ("kiln", "kiln-graph")  # Kiln's own rows, for the cases `kiln bench` has
 RMS_EPS = 1e-6
 LN_EPS = 1e-5
 GELU_K = math.sqrt(2.0 / math.pi)
@@ -1018,6 +1020,9 @@ def build_impl(impl, case, inputs, dtype=None, shape=None):
         return run, {"outs": outs} if not isinstance(outs, dict) else outs, config, TIMERS.get(timer, timer)
     if impl == "kiln":
         return (*build_kiln(case, dtype, shape, inputs), time_ms)
+    if impl == "kiln-graph":  # as compile-graph times torch.compile: a CUDA graph of 20 calls at every size
+        run, outs, config = build_kiln(case, dtype, shape, inputs)
+        return run, outs, f"{config}; timed in a CUDA graph of {GRAPH_CALLS} calls", time_in_graph_ms
     if impl == "eager":
         holder = {}
         run = lambda: holder.__setitem__("outs", case.eager(*inputs))
@@ -1063,9 +1068,9 @@ def case_impls(case, impls):
     """The implementations one case runs: its own (all of them when impls is None), "kiln" for
     `kiln bench`'s cases; the baseline first, so that every other row can be compared to it."""
     if impls is None:  # by default, leave out what does not import here
-        impls = [i for i in (*case.impls, "kiln") if not (i == "kiln" and kiln is None)
+        impls = [i for i in (*case.impls, *KILN_IMPLS) if not (i in KILN_IMPLS and kiln is None)
                  and not (i == "xla" and not peers_xla.available())]
-    chosen = [i for i in impls if i in case.impls or (i == "kiln" and case.kiln_case)]
+    chosen = [i for i in impls if i in case.impls or (i in KILN_IMPLS and case.kiln_case)]
     if case.baseline in chosen:
         chosen.remove(case.baseline)
         chosen.insert(0, case.baseline)

@@ -420,6 +420,12 @@ class KilnImplementationTest(unittest.TestCase):
 
     def test_kiln_is_a_named_implementation(self):
         self.assertEqual(peers.IMPL_NAMES["kiln"], "kiln (python)")
+        self.assertEqual(peers.IMPL_NAMES["kiln-graph"], "kiln (python, CUDA graph)")
+
+    def test_kiln_rows_run_for_kiln_bench_cases_only(self):
+        self.assertEqual(peers.case_impls(peers.CASES["swiglu"], ["compile-graph", "kiln-graph", "kiln"]),
+                         ["compile-graph", "kiln-graph", "kiln"])
+        self.assertNotIn("kiln-graph", peers.case_impls(peers.CASES["attention"], ["kiln-graph"]))
 
 
 @unittest.skipIf(np is None, "numpy is not installed")
