@@ -202,10 +202,22 @@ TEST(OnlineSoftmax, TwoSoftmaxesAreBothRewritten) {
   expect_same_numbers(text, g, 1e-5);
 }
 
-const char* const kLayerNorm = R"(func @f(%x: f32[4,32], %w: f32[32], %b: f32[32]) -> (f32[4,32]) {
+// Rows of 128 KiB: longer than one block holds in registers, where Welford's one pass pays.
+const char* const kLayerNorm = R"(func @f(%x: f32[4,32768], %w: f32[32768], %b: f32[32768]) -> (f32[4,32768]) {
+  %y = layer_norm %x, %w, %b {axis = -1, eps = 1e-05} : f32[4,32768]
+  return %y
+})";
+
+TEST(Welford, RowsHeldInRegistersKeepTheirTwoPhases) {
+  const char* const short_rows = R"(func @f(%x: f32[4,32], %w: f32[32], %b: f32[32]) -> (f32[4,32]) {
   %y = layer_norm %x, %w, %b {axis = -1, eps = 1e-05} : f32[4,32]
   return %y
 })";
+  ir::Graph g = after(short_rows, "decompose,simplify,cse,dce,welford");
+  EXPECT_EQ(count(g, OpKind::ReduceVar), 0) << ir::print(g);
+  EXPECT_EQ(count(g, OpKind::ReduceMean), 2) << ir::print(g);
+  expect_same_numbers(short_rows, g, 1e-5);
+}
 
 TEST(Welford, LayerNormVarianceBecomesVarOfX) {
   ir::Graph g = after(kLayerNorm, "decompose,simplify,cse,dce,welford");

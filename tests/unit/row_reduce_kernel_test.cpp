@@ -122,13 +122,24 @@ TEST(RowReduceKernel, VerifierRejectsAPerElementValueInAPerRowOutput) {
 }
 
 TEST(RowReduceTile, ThreadsPerRowGrowWithTheRow) {
-  auto threads = [](long n) { return case_kernel("softmax", "f16", n).config.row_threads; };
-  // Short rows: four 16-byte vectors per thread.
+  // Rows enough to fill the GPU (1024): short rows take four 16-byte vectors a thread.
+  auto threads = [](long n) { return case_kernel("softmax", "f16", n, "1024").config.row_threads; };
   EXPECT_EQ(threads(64), 2);
   EXPECT_EQ(threads(128), 4);
   EXPECT_EQ(threads(1024), 32);
   EXPECT_EQ(threads(4096), 64);
   EXPECT_EQ(threads(16384), 256);
+}
+
+TEST(RowReduceTile, TooFewRowsToFillTheGpuSpreadEachRowWider) {
+  // A decoding step's row: two vectors a thread, up to 256 threads a row.
+  for (const char* which : {"softmax", "layer_norm", "add_rms_norm"}) {
+    ir::TileConfig c = case_kernel(which, "f16", 4096, "1").config;
+    EXPECT_EQ(c.row_threads, 256) << which << " " << c.str();
+    EXPECT_EQ(c.elems, 16) << which << " " << c.str();
+  }
+  EXPECT_EQ(case_kernel("softmax", "f16", 1024, "16").config.row_threads, 64);
+  EXPECT_EQ(case_kernel("softmax", "f16", 128, "1").config.row_threads, 4);  // 16 vectors: as before
 }
 
 TEST(RowReduceTile, ShortRowsShareABlock) {
@@ -144,7 +155,7 @@ TEST(RowReduceTile, ShortRowsWrittenWholeGoOneWarpABlock) {
     ir::TileConfig c = case_kernel(which, "f16", 128).config;
     EXPECT_EQ(c.row_threads * c.rows, 32) << which << " " << c.str();
   }
-  ir::TileConfig whole = case_kernel("softmax", "f16", 1024).config;
+  ir::TileConfig whole = case_kernel("softmax", "f16", 1024, "1024").config;
   EXPECT_EQ(whole.row_threads, 32);
   EXPECT_EQ(whole.rows, 1);
 }
