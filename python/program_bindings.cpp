@@ -1,6 +1,7 @@
-// Compiling in Python, and running a program on the caller's tensors: each PyTorch or
-// CuPy tensor is borrowed through DLPack (no copy), checked with the C++ API's checks
-// and messages, and the kernels are enqueued on the caller's stream.
+// Compiling in Python, and running a program on the caller's tensors: each tensor is
+// borrowed through DLPack, or described by kiln/__init__.py (PyTorch CUDA tensors: no
+// copy either way), checked with the C++ API's checks and messages, and the kernels are
+// enqueued on the caller's stream.
 #include <fmt/format.h>
 #include <pybind11/stl.h>
 

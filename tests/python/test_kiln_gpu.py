@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Kiln's Python module on the GPU, on PyTorch tensors (and CuPy arrays where CuPy is
-installed): results against torch, in place through DLPack, on torch's current stream
-and on a side stream, and the errors for tensors Kiln cannot take. Every test skips
+installed): results against torch, in place (by pointer for PyTorch tensors on the
+current stream, else through DLPack), on torch's current stream and on a side stream, and
+the errors for tensors Kiln cannot take. Every test skips
 without a GPU or without torch.
 
     PYTHONPATH=build/python python3 tests/python/test_kiln_gpu.py
