@@ -60,6 +60,7 @@ struct BenchArgs {
   std::string arch;
   uint64_t seed = 1;
   int reps = 50;
+  bool graph_timing = false;  // every launch timed in a CUDA graph, not only the short ones
 };
 
 // One case at one dtype and size.
@@ -246,20 +247,22 @@ std::string check_outputs(JobData& d, const std::function<void()>& launch, std::
   return passed ? "passed" : "failed";
 }
 
-// Checks, then (when the check passed) times one implementation.
+// Checks, then (when the check passed) times one implementation: CUDA events around each
+// launch, or, for launches shorter than kGraphTimingBelowMs (every launch with
+// --graph-timing), a CUDA graph of 20 of them.
 BenchRow measure(const Job& j, JobData& d, const std::string& impl, const std::string& config,
-                 const std::function<void()>& launch, int reps, const Roof& roof) {
+                 const std::function<void()>& launch, const BenchArgs& a, const Roof& roof) {
   BenchRow row = new_row(j, impl);
   row.config = config;
   std::string detail;
   row.check = check_outputs(d, launch, &detail);
   if (row.check == "passed") {
-    row.median_ms = runtime::time_kernel_ms(launch, 5, reps);
-    if (row.median_ms < runtime::kGraphTimingBelowMs) {
+    row.median_ms = runtime::time_kernel_ms(launch, 5, a.reps);
+    if (a.graph_timing || row.median_ms < runtime::kGraphTimingBelowMs) {
       // Short: the launch from the host would dominate; time it in a CUDA graph as
       // peers.py times torch's (a launch that cannot be captured keeps its event time).
       try {
-        row.median_ms = runtime::time_in_graph_ms(launch, 3, reps);
+        row.median_ms = runtime::time_in_graph_ms(launch, 3, a.reps);
         row.config += row.config.empty() ? "timed in a CUDA graph" : "; timed in a CUDA graph";
       } catch (const Error&) {
       }
@@ -295,7 +298,7 @@ BenchRow run_program(const Job& j, JobData& d, runtime::Program& p, const std::s
   for (auto& b : d.inputs) ins.push_back(&b);
   for (auto& b : d.outputs) outs.push_back(&b);
   exe.bind(ins, outs);
-  return measure(j, d, impl, kernel_configs(p) + note, [&] { exe.launch(); }, a.reps, roof);
+  return measure(j, d, impl, kernel_configs(p) + note, [&] { exe.launch(); }, a, roof);
 }
 
 // Compiles with the tuning database's configs, first tuning (within the time left)
@@ -389,7 +392,7 @@ std::vector<BenchRow> run_job(const Job& j, const BenchArgs& a, const Roof& roof
         baselines::LoadedBaseline loaded(*compiled);
         rows.push_back(measure(j, d, kHandImpl, b->name + " " + compiled->kernel.config,
                                [&] { loaded.launch(d.input_ptrs, d.output_ptrs, j.size.rows, j.size.cols); },
-                               a.reps, roof));
+                               a, roof));
       } catch (const Error& e) {
         rows.push_back(error_row(j, kHandImpl, e.what()));
       }
@@ -406,7 +409,7 @@ std::vector<BenchRow> run_job(const Job& j, const BenchArgs& a, const Roof& roof
     }
     if (vendor) {
       try {
-        rows.push_back(measure(j, d, impl, vendor->config, vendor->launch, a.reps, roof));
+        rows.push_back(measure(j, d, impl, vendor->config, vendor->launch, a, roof));
       } catch (const Error& e) {
         rows.push_back(error_row(j, impl, e.what()));
       }
@@ -546,6 +549,9 @@ Command add_bench_command(CLI::App& kiln) {
                                         "with --compile-only and no GPU)");
   app->add_option("--seed", args->seed, "seed of the random inputs (never zeros)")->capture_default_str();
   app->add_option("--reps", args->reps, "timed runs per implementation (the median counts)")->capture_default_str();
+  app->add_flag("--graph-timing", args->graph_timing,
+                "time every launch in a CUDA graph of 20 (by default only launches under 50 us), as "
+                "bench/peers.py's compile-graph and kiln-graph rows are timed");
   return Command{app, [args] { return bench(*args); }};
 }
 
