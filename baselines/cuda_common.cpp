@@ -28,13 +28,21 @@ template <> __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { r
 // A value rounded to T's precision and back, as a stored intermediate would be.
 template <typename T> __forceinline__ float round_to(float v) { return to_float(from_float<T>(v)); }
 
-union HalfPack {
-  uint4 bits;
-  __half2 h[4];
+// The two-element type of a 16-bit float and its conversions to and from fp32 pairs.
+template <typename E> struct Pair16;
+template <> struct Pair16<__half> {
+  typedef __half2 T;
+  static __forceinline__ float2 to_float2(T h) { return __half22float2(h); }
+  static __forceinline__ T from_floats(float a, float b) { return __floats2half2_rn(a, b); }
 };
-union Bf16Pack {
+template <> struct Pair16<__nv_bfloat16> {
+  typedef __nv_bfloat162 T;
+  static __forceinline__ float2 to_float2(T h) { return __bfloat1622float2(h); }
+  static __forceinline__ T from_floats(float a, float b) { return __floats2bfloat162_rn(a, b); }
+};
+template <typename E> union Pack16 {
   uint4 bits;
-  __nv_bfloat162 h[4];
+  typename Pair16<E>::T h[4];
 };
 
 // W consecutive elements at p as fp32; one 16-byte access when W * sizeof(T) == 16
@@ -48,36 +56,23 @@ template <int W> __forceinline__ void load_vec(const float* p, float* v) {
     for (int k = 0; k < W; ++k) v[k] = p[k];
   }
 }
-template <int W> __forceinline__ void load_vec(const __half* p, float* v) {
+template <typename E, int W> __forceinline__ void load_vec16(const E* p, float* v) {
   if constexpr (W == 8) {
-    HalfPack q;
+    Pack16<E> q;
     q.bits = *reinterpret_cast<const uint4*>(p);
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
-      const float2 f = __half22float2(q.h[k]);
+      const float2 f = Pair16<E>::to_float2(q.h[k]);
       v[2 * k] = f.x;
       v[2 * k + 1] = f.y;
     }
   } else {
 #pragma unroll
-    for (int k = 0; k < W; ++k) v[k] = __half2float(p[k]);
+    for (int k = 0; k < W; ++k) v[k] = to_float(p[k]);
   }
 }
-template <int W> __forceinline__ void load_vec(const __nv_bfloat16* p, float* v) {
-  if constexpr (W == 8) {
-    Bf16Pack q;
-    q.bits = *reinterpret_cast<const uint4*>(p);
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const float2 f = __bfloat1622float2(q.h[k]);
-      v[2 * k] = f.x;
-      v[2 * k + 1] = f.y;
-    }
-  } else {
-#pragma unroll
-    for (int k = 0; k < W; ++k) v[k] = __bfloat162float(p[k]);
-  }
-}
+template <int W> __forceinline__ void load_vec(const __half* p, float* v) { load_vec16<__half, W>(p, v); }
+template <int W> __forceinline__ void load_vec(const __nv_bfloat16* p, float* v) { load_vec16<__nv_bfloat16, W>(p, v); }
 template <int W> __forceinline__ void store_vec(float* p, const float* v) {
   if constexpr (W == 4) {
     *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
@@ -86,28 +81,19 @@ template <int W> __forceinline__ void store_vec(float* p, const float* v) {
     for (int k = 0; k < W; ++k) p[k] = v[k];
   }
 }
-template <int W> __forceinline__ void store_vec(__half* p, const float* v) {
+template <typename E, int W> __forceinline__ void store_vec16(E* p, const float* v) {
   if constexpr (W == 8) {
-    HalfPack q;
+    Pack16<E> q;
 #pragma unroll
-    for (int k = 0; k < 4; ++k) q.h[k] = __floats2half2_rn(v[2 * k], v[2 * k + 1]);
+    for (int k = 0; k < 4; ++k) q.h[k] = Pair16<E>::from_floats(v[2 * k], v[2 * k + 1]);
     *reinterpret_cast<uint4*>(p) = q.bits;
   } else {
 #pragma unroll
-    for (int k = 0; k < W; ++k) p[k] = __float2half_rn(v[k]);
+    for (int k = 0; k < W; ++k) p[k] = from_float<E>(v[k]);
   }
 }
-template <int W> __forceinline__ void store_vec(__nv_bfloat16* p, const float* v) {
-  if constexpr (W == 8) {
-    Bf16Pack q;
-#pragma unroll
-    for (int k = 0; k < 4; ++k) q.h[k] = __floats2bfloat162_rn(v[2 * k], v[2 * k + 1]);
-    *reinterpret_cast<uint4*>(p) = q.bits;
-  } else {
-#pragma unroll
-    for (int k = 0; k < W; ++k) p[k] = __float2bfloat16_rn(v[k]);
-  }
-}
+template <int W> __forceinline__ void store_vec(__half* p, const float* v) { store_vec16<__half, W>(p, v); }
+template <int W> __forceinline__ void store_vec(__nv_bfloat16* p, const float* v) { store_vec16<__nv_bfloat16, W>(p, v); }
 
 struct SumOp {
   __forceinline__ float operator()(float a, float b) const { return a + b; }

@@ -112,6 +112,10 @@ int64_t attention_shared_bytes(const Kernel& k, const TileConfig& config);
 // The H200's streaming multiprocessors: what "fill the GPU several times" counts.
 inline constexpr int kTargetSMs = 132;
 
+// The longest row (in bytes of its widest input) a row_reduce block holds in its own
+// registers; longer rows go to shared memory, a cluster or a stream.
+inline constexpr int64_t kBlockSliceBytes = 65536;
+
 // The GPU generation that configs are chosen for, as 10 * major + minor (90 for sm_90a):
 // thread-block clusters need 90 or more. Kiln's tile rules read it through target_sm();
 // it is 90 (the H200) unless a TargetScope on the calling thread says otherwise.

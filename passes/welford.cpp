@@ -11,6 +11,7 @@
 // second block reduction where Welford's merges cost a division a step (on the H200, a
 // LayerNorm of one row of 4096 f16: 2.4 us in two phases, 2.8 with Welford; 32768 rows:
 // 0.1328 ms against 0.1334).
+#include "ir/tile_config.h"
 #include "passes/pass.h"
 #include "passes/rewrite.h"
 
@@ -48,15 +49,11 @@ Value* variance_of(const Node& v) {
   return x;
 }
 
-// Rows this long or shorter (in bytes) stay in one block's registers (as
-// ir/tile_config_row_reduce.cpp holds them).
-constexpr int64_t kRegisterRowBytes = 65536;
-
 bool row_in_registers(const Node& v, const Value& x) {
   const int rank = x.type.rank();
   const std::vector<int> axes = ir::reduce_axes(v.attrs, rank);
   return rank > 0 && axes == std::vector<int>{rank - 1} &&
-         x.type.shape.back() * dtype_bytes(x.type.dtype) <= kRegisterRowBytes;
+         x.type.shape.back() * dtype_bytes(x.type.dtype) <= ir::kBlockSliceBytes;
 }
 
 class Welford : public Pass {

@@ -88,23 +88,18 @@ using Described = std::tuple<uintptr_t, std::string, std::vector<int64_t>, std::
 // messages follow, in C++.
 void run_described(runtime::Program& p, const std::vector<Described>& inputs, const std::vector<Described>& outputs,
                    uintptr_t stream) {
-  const passes::Plan& plan = p.plan();
-  if (inputs.size() != plan.inputs.size() || outputs.size() != plan.outputs.size())
-    throw Error(fmt::format("the graph takes {} input(s) and {} output(s); {} and {} tensors were given",
-                            plan.inputs.size(), plan.outputs.size(), inputs.size(), outputs.size()));
-  auto tensor = [&](const Described& d, int buffer, const std::string& label) {
-    const auto& [ptr, dtype_name, shape, strides] = d;
-    const std::string what = fmt::format("{} %{}", label, plan.buffers[buffer].name);
-    const std::optional<DType> dtype = parse_dtype(dtype_name);
-    if (!dtype) throw Error(fmt::format("{}: '{}' is not one of Kiln's dtypes", what, dtype_name));
-    runtime::DeviceTensor t{static_cast<CUdeviceptr>(ptr), *dtype, Shape(shape), strides};
-    runtime::check_device_tensor(t, plan.buffers[buffer].type, what);
-    return t;
+  // Program::run checks the count, dtypes, shapes, strides and pointers, with run()'s messages.
+  auto tensors = [](const std::vector<Described>& described, const char* side) {
+    std::vector<runtime::DeviceTensor> out;
+    for (size_t i = 0; i < described.size(); ++i) {
+      const auto& [ptr, dtype_name, shape, strides] = described[i];
+      const std::optional<DType> dtype = parse_dtype(dtype_name);
+      if (!dtype) throw Error(fmt::format("{} {}: '{}' is not one of Kiln's dtypes", side, i, dtype_name));
+      out.push_back(runtime::DeviceTensor{static_cast<CUdeviceptr>(ptr), *dtype, Shape(shape), strides});
+    }
+    return out;
   };
-  std::vector<runtime::DeviceTensor> ins, outs;
-  for (size_t i = 0; i < inputs.size(); ++i) ins.push_back(tensor(inputs[i], plan.inputs[i], fmt::format("input {}", i)));
-  for (size_t i = 0; i < outputs.size(); ++i)
-    outs.push_back(tensor(outputs[i], plan.outputs[i], fmt::format("output {}", i)));
+  const std::vector<runtime::DeviceTensor> ins = tensors(inputs, "input"), outs = tensors(outputs, "output");
   py::gil_scoped_release no_gil;
   p.run(ins, outs, reinterpret_cast<CUstream>(stream));
 }

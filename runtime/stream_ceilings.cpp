@@ -59,6 +59,14 @@ extern "C" __global__ void __launch_bounds__(256) kiln_write_stream(float4* __re
 
 CUfunction stream_kernel(const char* entry) { return helper_kernel(kSource, entry, Device::get().compile_target()); }
 
+// Fills `bytes` at `ptr` with 1.0f through the write kernel (four 16-byte stores a thread).
+void fill_ones(CUdeviceptr ptr, size_t bytes) {
+  unsigned long long vectors = bytes / 16;
+  std::vector<void*> args = {&ptr, &vectors};
+  const auto blocks = static_cast<unsigned>((vectors + 1023) / 1024);
+  launch_kernel(stream_kernel("kiln_write_stream"), Dim3{blocks}, Dim3{kThreads}, 0, args, "kiln_write_stream");
+}
+
 void check_size(size_t bytes, const char* what) {
   if (bytes == 0 || bytes % kChunkBytes != 0)
     throw Error(fmt::format("{}: the size must be a positive multiple of {} bytes, got {}", what, kChunkBytes, bytes));
@@ -71,10 +79,7 @@ double measure_read_bandwidth_gbs(size_t bytes) {
   const size_t blocks = bytes / kChunkBytes;
   DeviceBuffer x(bytes), partial(blocks * sizeof(float));
   const size_t floats = bytes / sizeof(float);
-  {
-    std::vector<float> ones(floats, 1.0f);
-    x.upload(ones.data(), bytes);
-  }
+  fill_ones(x.ptr(), bytes);
   CUdeviceptr x_ptr = x.ptr(), partial_ptr = partial.ptr();
   std::vector<void*> args = {&x_ptr, &partial_ptr};
   CUfunction f = stream_kernel("kiln_read_stream");
@@ -93,13 +98,7 @@ double measure_write_bandwidth_gbs(size_t bytes) {
   check_size(bytes, "measure_write_bandwidth_gbs");
   DeviceBuffer y(bytes);
   y.fill_bytes(0);
-  CUdeviceptr y_ptr = y.ptr();
-  unsigned long long vectors = bytes / 16;
-  std::vector<void*> args = {&y_ptr, &vectors};
-  CUfunction f = stream_kernel("kiln_write_stream");
-  const auto blocks = static_cast<unsigned>((vectors + 1023) / 1024);  // four 16-byte stores a thread
-  auto launch = [&] { launch_kernel(f, Dim3{blocks}, Dim3{kThreads}, 0, args, "kiln_write_stream"); };
-  const float ms = time_kernel_ms(launch, 3, 11);
+  const float ms = time_kernel_ms([&] { fill_ones(y.ptr(), bytes); }, 3, 11);
   // The fill is zeroed first, so a kernel that stopped short leaves its last vector unset.
   float last[4] = {};
   cu::memcpy_dtoh(last, y.ptr() + bytes - sizeof last, sizeof last);
