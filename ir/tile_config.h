@@ -188,6 +188,12 @@ std::vector<TileConfig> gemm_wgmma_sweep(const Kernel& k);
 std::optional<TileConfig> gemm_wgmma_heuristic(const Kernel& k);
 int wgmma_threads(const TileConfig& config);
 int64_t wgmma_stage_bytes(const Kernel& k, const TileConfig& config);
+// The epilogue's strips: each consumer warp passes its accumulators through a 16-row
+// strip of shared memory, kWgmmaStripColumns fp32 columns (padded) at a time (none
+// with split K, whose partials go to global memory).
+inline constexpr int kWgmmaStripColumns = 32;
+inline constexpr int kWgmmaStripStride = kWgmmaStripColumns + 8;  // floats a strip row takes
+int64_t wgmma_strip_bytes(const TileConfig& config);
 int64_t wgmma_shared_bytes(const Kernel& k, const TileConfig& config);
 
 // The gemv schedule's rules (ir/tile_config_gemm_gemv.cpp), which the gemm rules call:

@@ -62,10 +62,15 @@ int64_t wgmma_stage_bytes(const Kernel& k, const TileConfig& c) {
   return (int64_t{c.bm} + c.bn) * c.bk * dtype_bytes(k.gemm.operand_dtype);
 }
 
+int64_t wgmma_strip_bytes(const TileConfig& c) {
+  if (c.split_k > 1) return 0;
+  return int64_t{c.warps_m} * c.warps_n * 4 * 16 * kWgmmaStripStride * 4;  // 4 warps a consumer, 16 rows each
+}
+
 int64_t wgmma_shared_bytes(const Kernel& k, const TileConfig& c) {
-  // The stages, two mbarriers a stage, and room to align the stages to 1024 bytes
-  // (the 128-byte swizzle repeats every 8 rows of 128 bytes).
-  return c.stages * wgmma_stage_bytes(k, c) + 16 * c.stages + 1024;
+  // The stages, two mbarriers a stage, the epilogue's strips, and room to align the
+  // stages to 1024 bytes (the 128-byte swizzle repeats every 8 rows of 128 bytes).
+  return c.stages * wgmma_stage_bytes(k, c) + 16 * c.stages + wgmma_strip_bytes(c) + 1024;
 }
 
 void validate_gemm_wgmma(const Kernel& k, const TileConfig& c) {
