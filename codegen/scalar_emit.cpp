@@ -40,13 +40,8 @@ constexpr Rule kRules[] = {
     {OpKind::Sigmoid, nullptr, "(1.0f / (1.0f + expf(-{0})))", nullptr},
     {OpKind::Relu, nullptr, "({0} < 0.0f ? 0.0f : {0})", nullptr},  // keeps NaN
     {OpKind::Gelu, "none", "(0.5f * {0} * (1.0f + erff({0} * 0.70710678118654752f)))", nullptr},
-    // 0.5 x (1 + tanh(u)) is x sigmoid(2 u) = x / (1 + exp(-2 u)): one exponential and one
-    // reciprocal on the multifunction unit, no branch (a GEMM epilogue runs it on every
-    // element while the Tensor Cores wait; tanhf took 11 more instructions an element, and
-    // an IEEE reciprocal a call to its slow path). Past exp's range the divisor is inf and
-    // the quotient -0, gelu's limit.
-    {OpKind::Gelu, "tanh",
-     "__fdividef({0}, 1.0f + __expf(-1.5957691216057308f * ({0} + 0.044715f * {0} * {0} * {0})))", nullptr},
+    // 0.5 x (1 + tanh(u)) is x sigmoid(2 u) = x / (1 + exp(-2 u)): see kiln_gelu_tanh.
+    {OpKind::Gelu, "tanh", "kiln_gelu_tanh({0})", nullptr},
     {OpKind::Silu, nullptr, "({0} * (1.0f / (1.0f + expf(-{0}))))", nullptr},
     {OpKind::Add, nullptr, "({0} + {1})", "kiln_sat_i32((long long){0} + {1})"},
     {OpKind::Sub, nullptr, "({0} - {1})", "kiln_sat_i32((long long){0} - {1})"},
@@ -66,6 +61,21 @@ constexpr Rule kRules[] = {
 
 // Listed callees first; helper_definitions keeps this order.
 constexpr DeviceHelper kHelpers[] = {
+    // gelu (tanh) as x sigmoid(2 u), u = sqrt(2 / pi) (x + 0.044715 x^3): exp(-2 u) is
+    // exp2(x (c1 + c2 x^2)) with the constants folded (c1 = -2 sqrt(2 / pi) log2(e), c2 =
+    // 0.044715 c1), then one reciprocal: two multifunction-unit ops and five others an
+    // element, no branch. A GEMM epilogue runs it on every element while the Tensor Cores
+    // wait: tanhf took 11 more instructions an element, an IEEE reciprocal a call to its
+    // slow path, and __expf / __fdividef seven multiplies and a compare for their ranges.
+    // Past exp2's range the divisor is inf and the product -0, gelu's limit; below it the
+    // exponential flushes to 0 and the result is x.
+    {"kiln_gelu_tanh",
+     "static __device__ __forceinline__ float kiln_gelu_tanh(float x) {\n"
+     "  const float a = x * fmaf(x * x, -0.10294324f, -2.3022082f);\n"
+     "  float e, r;\n"
+     "  asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(e) : \"f\"(a));\n"
+     "  asm(\"rcp.approx.ftz.f32 %0, %1;\" : \"=f\"(r) : \"f\"(1.0f + e));\n"
+     "  return x * r;\n}\n"},
     {"kiln_sat_i32",
      "static __device__ __forceinline__ int kiln_sat_i32(long long v) {\n"
      "  return v > 2147483647LL ? 2147483647 : v < -2147483648LL ? (-2147483647 - 1) : (int)v;\n}\n"},
