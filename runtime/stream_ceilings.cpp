@@ -81,8 +81,8 @@ double measure_read_bandwidth_gbs(size_t bytes) {
   DeviceBuffer x(bytes), partial(blocks * sizeof(float));
   const size_t floats = bytes / sizeof(float);
   // Ones uploaded from the host, 64 MiB at a time. Filled by the write kernel instead,
-  // the same kernel read the same ones 12% slower on the H200 (3960 against 4526 GB/s),
-  // so that fill made the ceiling a floor; the upload is what reached it.
+  // the same ones read at 3960 GB/s on the H200, where uploaded ones read at 4540-4620
+  // (bench/RESULTS.md): that fill made the ceiling a floor. Why is not known.
   {
     const size_t piece = std::min<size_t>(bytes, size_t{64} << 20);
     const std::vector<float> ones(piece / sizeof(float), 1.0f);
