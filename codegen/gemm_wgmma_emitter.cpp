@@ -51,7 +51,7 @@ class WgmmaEmitter {
 public:
   explicit WgmmaEmitter(const ir::Kernel& k)
       : k_(k), c_(k.config), params_(param_names(k)),
-        epilogue_(k, params_, k.config.split_k > 1 ? kVec : kStripVec), a_(k, true, c_.bm, c_.bk),
+        epilogue_(k, params_, kStripVec), a_(k, true, c_.bm, c_.bk),
         b_(k, false, c_.bn, c_.bk), b_part_(k, false, c_.bn / std::max(1, c_.cluster), c_.bk) {
     cluster_ = std::max(1, c_.cluster);
     consumers_ = c_.warps_m * c_.warps_n;
@@ -347,30 +347,41 @@ private:
     s += fmt::format("    kiln_named_barrier(1, {});\n", tile_threads);
     s += "    if (last_slice) {\n      __threadfence();\n";
     s += fmt::format("      const float* slices = {} + (long long)batch * {}ll;\n", scratch_name("partials"), matrix);
-    s += accumulator_loop([&](const std::string& row, const std::string& col, const std::string&) {
-      std::string b = fmt::format("        {{\n          float sum[2] = {{0.0f, 0.0f}};\n");
-      b += fmt::format("          if ({} < {} && {} < {})\n", row, k_.gemm.m, col, padded_n());
-      b += fmt::format("#pragma unroll\n            for (int z = 0; z < {}; ++z) {{  // in slice order\n", split_);
-      b += fmt::format("              const float2 p = __ldcg(reinterpret_cast<const float2*>(slices + (long long)z * "
-                       "{}ll + (long long)({}) * {} + {}));\n",
-                       slice, row, padded_n(), col);
-      b += "              sum[0] += p.x;\n              sum[1] += p.y;\n            }\n";
-      b += "          " + epilogue_.call(row, col, "sum");
-      return b + "        }\n";
-    });
+    // The sums go by 8 consecutive columns a thread, so that a warp reads whole rows of
+    // the tile and every slice's loads of a vector issue together (the accumulators'
+    // layout, pairs of columns 8 rows apart, left each load waiting alone).
+    const int per_row = c_.bn / kStripVec, vectors = c_.bm * per_row;
+    s += "      // The tile's vectors of 8 columns, summed over the slices in slice order.\n";
+    s += fmt::format("#pragma unroll 2\n      for (int v = (int)threadIdx.x - {}; v < {}; v += {}) {{\n", kWarpgroup, vectors,
+                     tile_threads);
+    s += fmt::format("        const int row = m0 + v / {}, col = n0 + v % {} * {};\n", per_row, per_row, kStripVec);
+    s += "        float sum[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};\n";
+    s += fmt::format("        if (row < {} && col < {}) {{\n", k_.gemm.m, padded_n());
+    s += fmt::format("#pragma unroll\n          for (int z = 0; z < {}; ++z) {{\n", split_);
+    s += fmt::format("            const float4* at = reinterpret_cast<const float4*>(slices + (long long)z * {}ll + "
+                     "(long long)row * {} + col);\n",
+                     slice, padded_n());
+    s += "            const float4 lo = __ldcg(at), hi = __ldcg(at + 1);\n";
+    s += "            sum[0] += lo.x;\n            sum[1] += lo.y;\n            sum[2] += lo.z;\n            sum[3] += lo.w;\n";
+    s += "            sum[4] += hi.x;\n            sum[5] += hi.y;\n            sum[6] += hi.z;\n            sum[7] += hi.w;\n";
+    s += "          }\n        }\n";
+    s += "        " + epilogue_.call("row", "col", "sum");
+    s += "      }\n";
     s += "    }\n";
     s += fmt::format("    kiln_named_barrier(1, {});  // last_slice is read before the next unit writes it\n",
                      tile_threads);
     return s;
   }
 
-  int64_t padded_n() const { return ceil_div(k_.gemm.n, kVec) * kVec; }
+  // Partial rows are padded to whole vectors of the read-back (16-byte aligned rows).
+  int64_t padded_n() const { return ceil_div(k_.gemm.n, kStripVec) * kStripVec; }
 
-  // Module-scope partials ([slice][batch][M][N rounded up to even]) and one ticket per
-  // tile, zero at load; the last unit of a tile resets its ticket.
+  // Module-scope partials ([slice][batch][M][N rounded up to 8], read back as 16-byte
+  // vectors) and one ticket per tile, zero at load; the last unit of a tile resets its
+  // ticket.
   std::string scratch() const {
     if (split_ <= 1) return "";
-    return fmt::format("__device__ float {}[{}];\n__device__ int {}[{}];\n", scratch_name("partials"),
+    return fmt::format("__device__ __align__(16) float {}[{}];\n__device__ int {}[{}];\n", scratch_name("partials"),
                        split_ * ir::gemm_batch_count(k_.gemm) * k_.gemm.m * padded_n(), scratch_name("tickets"),
                        total_tiles());
   }

@@ -117,7 +117,7 @@ void validate_gemm_wgmma(const Kernel& k, const TileConfig& c) {
     const int64_t steps = ceil_div(k.gemm.k, c.bk), slice = ceil_div(steps, c.split_k);
     if ((c.split_k - 1) * slice >= steps)
       fail(fmt::format("split_k = {} leaves an empty slice of {} K steps (slices of {})", c.split_k, steps, slice));
-    const int64_t floats = int64_t{c.split_k} * gemm_batch_count(k.gemm) * k.gemm.m * (k.gemm.n + 1) / 2 * 2;
+    const int64_t floats = int64_t{c.split_k} * gemm_batch_count(k.gemm) * k.gemm.m * ((k.gemm.n + 7) / 8 * 8);
     if (floats > kMaxPartials)
       fail(fmt::format("split_k = {} needs {} MiB of partials, more than {} MiB", c.split_k, floats * 4 >> 20,
                        kMaxPartials * 4 >> 20));

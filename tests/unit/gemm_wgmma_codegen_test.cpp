@@ -103,7 +103,7 @@ TEST(GemmWgmma, FewTilesOfALongKSplitIt) {
   EXPECT_EQ(spill_bytes(log), 0) << log;
   const std::string cuda = codegen::emit_cuda(k);
   EXPECT_TRUE(contains(cuda, "in slice order")) << cuda;
-  EXPECT_TRUE(contains(cuda, "__device__ float kiln_k0_partials[")) << cuda;
+  EXPECT_TRUE(contains(cuda, "__device__ __align__(16) float kiln_k0_partials[")) << cuda;
   // Consumers that take tiles in turns do not split.
   ir::TileConfig c = k.config;
   c.bm = 64;
