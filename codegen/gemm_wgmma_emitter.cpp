@@ -42,8 +42,7 @@ constexpr int kWarpgroup = 128;
 constexpr int kProducerRegisters = 40;
 constexpr int kMaxRegisters = 240;  // a consumer's claim: the file has 64 K registers an SM
 constexpr int kSliceK = 16;         // K of one wgmma product
-constexpr int kVec = 2;             // a thread's accumulators come in pairs of columns
-constexpr int kStripVec = 8;        // columns per epilogue call read back from a strip
+constexpr int kStripVec = 8;        // columns per epilogue call, read back from a strip or the partials
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -251,12 +250,12 @@ private:
     s += "  (void)part;\n  (void)turn;\n";
     s += "  const int warp = (int)threadIdx.x / 32 % 4, lane = (int)threadIdx.x % 32;\n";
     s += fmt::format("  float acc[{}][{}];\n", frags_, regs);
-  if (split_ <= 1) {
-    s += fmt::format("  // This warp's epilogue strip, past the stages and their barriers.\n");
-    s += fmt::format("  float* const strip = reinterpret_cast<float*>(kiln_smem + (empty + {}u - "
-                     "(unsigned)__cvta_generic_to_shared(kiln_smem))) + (consumer * 4 + warp) * {};\n",
-                     8 * c_.stages, 16 * ir::kWgmmaStripStride);
-  }
+    if (split_ <= 1) {
+      s += "  // This warp's epilogue strip, past the stages and their barriers.\n";
+      s += fmt::format("  float* const strip = reinterpret_cast<float*>(kiln_smem + (empty + {}u - "
+                       "(unsigned)__cvta_generic_to_shared(kiln_smem))) + (consumer * 4 + warp) * {};\n",
+                       8 * c_.stages, 16 * ir::kWgmmaStripStride);
+    }
     if (c_.warps_n == 1) s += "  unsigned long long step_of_block = 0;  // K steps of the block's units so far\n";
     s += fmt::format("  for (long long unit = {} + turn * {}; unit < {}ll; unit += {} * {}) {{\n", first_unit(),
                      unit_stride(), total_units(), c_.warps_n, unit_stride());
@@ -398,7 +397,7 @@ private:
   //   that the two rows one load phase (8 threads) reads also do.
   std::string epilogue() const {
     const int stride = ir::kWgmmaStripStride, strips = c_.bn / ir::kWgmmaStripColumns;
-    const int groups = ir::kWgmmaStripColumns / 8;  // 8-column groups of a strip
+    const int groups = ir::kWgmmaStripColumns / kStripVec;  // 8-column groups of a strip
     std::string s = "    // The epilogue, through this warp's strip of shared memory.\n";
     s += fmt::format("#pragma unroll\n    for (int f = 0; f < {}; ++f) {{\n", frags_);
     s += fmt::format("#pragma unroll\n      for (int c = 0; c < {}; ++c) {{\n", strips);
@@ -412,14 +411,15 @@ private:
     s += fmt::format("#pragma unroll\n        for (int h = 0; h < {}; ++h) {{\n", 16 * groups / 32);
     s += fmt::format("          const int r = h * {} + lane / {}, q = lane % {};  // strip row, 8-column group\n",
                      32 / groups, groups, groups);
-    s += fmt::format("          const float* from = strip + r * {} + q * 8;\n", stride);
+    s += fmt::format("          const float* from = strip + r * {} + q * {};\n", stride, kStripVec);
     s += "          const int swap = (r & 1) * 4;\n";
     s += "          const float4 first = *reinterpret_cast<const float4*>(from + swap);\n";
     s += "          const float4 second = *reinterpret_cast<const float4*>(from + 4 - swap);\n";
     s += "          const float4 lo = swap ? second : first, hi = swap ? first : second;\n";
     s += "          const float values[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};\n";
     s += "          " + epilogue_.call(fmt::format("m0 + part * {} + f * 64 + warp * 16 + r", rows_),
-                                       fmt::format("n0 + c * {} + q * 8", ir::kWgmmaStripColumns), "values");
+                                       fmt::format("n0 + c * {} + q * {}", ir::kWgmmaStripColumns, kStripVec),
+                                       "values");
     s += "        }\n        __syncwarp();\n      }\n    }\n";
     return s;
   }

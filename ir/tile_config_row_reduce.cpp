@@ -22,10 +22,11 @@ constexpr int kMaxRowElems = 64;  // elements of a row one thread keeps in regis
 // What a thread's register arrays may hold: 64 registers, so that with the rest of
 // the kernel a thread stays under ~96 registers and an SM holds 20+ warps.
 constexpr int kRowRegisterBytes = 256;
-// kBlockSliceBytes (ir/tile_config.h): a block's slice of a row in bytes, beyond which the heuristic keeps part of the row
-// in shared memory (below), or splits it over a cluster: 512 threads x 64 fp16 elements,
-// measured on the H200 at 94% of bandwidth without a cluster (rows of 32768) against 86%
-// with a cluster of 2; a cluster's blocks wait for the slowest of them, which costs 8-15%.
+// kBlockSliceBytes (ir/tile_config.h): a block's slice of a row in bytes, beyond which
+// the heuristic keeps part of the row in shared memory (below), or splits it over a
+// cluster: 512 threads x 64 fp16 elements, measured on the H200 at 94% of bandwidth
+// without a cluster (rows of 32768) against 86% with a cluster of 2; a cluster's blocks
+// wait for the slowest of them, which costs 8-15%.
 // Rows past kBlockSliceBytes keep 64 bytes of each thread's slice in registers and the
 // rest in shared memory: one block of 512 threads up to 128 KB of row, then clusters of
 // blocks of 256 threads holding 64 KB each. Measured on the H200 (fp16 softmax, one
