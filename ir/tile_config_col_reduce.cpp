@@ -233,6 +233,11 @@ TileConfig col_reduce_heuristic(const Kernel& k) {
     while (threads * 2 <= block) threads *= 2;
     c.k_threads = std::min(threads / col_threads, pow2_at_least(s.k));
     c.k_threads = std::max(c.k_threads, 32 / col_threads);
+    // Several reductions at once (a norm's sums) combine more values a thread: fewer
+    // threads along K, so that the block's combine fits in shared memory.
+    while (c.k_threads > 32 / col_threads &&
+           int64_t{4} * std::max(1, s.reduces) * c.k_threads * c.cols > kMaxSharedBytes)
+      c.k_threads /= 2;
   }
   c.k_split = 1;
   c.k_split = default_split(s, c);
