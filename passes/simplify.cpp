@@ -58,26 +58,34 @@ bool has_user_name(const Value* v) { return v->name.find_first_not_of("012345678
 
 // ---- rewrites: each returns the replacement of `n`, or null when it does not apply ----
 
-// An element-wise op on scalar constants becomes a constant; the reference
-// interpreter computes it, so folding means exactly what running would.
+// An element-wise op on constants becomes a constant; the reference interpreter
+// computes it (on one element: a constant of any shape holds one value), so folding
+// means exactly what running would. NaN results fold too: left as, say, `div 0, 0` in
+// the kernel, NVRTC 13 folds a compare of that quotient as if it were a number (0 / 0
+// != 0 / 0 gave false), while a NaN constant keeps its meaning.
 Value* fold_constants(Graph& g, const Node& n) {
   if (!ir::is_elementwise(n.op)) return nullptr;
   Graph scratch("fold");
   std::vector<Value*> args;
   for (const Value* v : n.operands) {
     const Node* c = producer_of(v, OpKind::Const);
-    if (!c || v->type.rank() != 0) return nullptr;
-    args.push_back(scratch.add(OpKind::Const, {}, c->attrs, v->type));
+    if (!c) return nullptr;
+    args.push_back(scratch.add(OpKind::Const, {}, c->attrs, TensorType{v->type.dtype, {}}));
   }
   std::optional<TensorType> annotated;
-  if (ir::op_info(n.op).type_from_annotation) annotated = n.result->type;
+  if (ir::op_info(n.op).type_from_annotation) annotated = TensorType{n.result->type.dtype, {}};
   scratch.add_output(scratch.add(n.op, args, n.attrs, annotated));
   double value = round_to(n.result->type.dtype, ir::evaluate(scratch, {}).at(0).values.at(0));
-  // A NaN stays as the op that makes it, where a user hunting it can see it.
-  if (std::isnan(value)) return nullptr;
   ir::Attrs a;
   a.set("value", value);
   return g.add(OpKind::Const, {}, a, n.result->type, n.loc);
+}
+
+// A broadcast, reshape or transpose of a constant is the constant in the new shape,
+// so that a fold above can see through it.
+Value* view_of_constant(Graph& g, const Node& n) {
+  const Node* c = producer_of(n.operands[0], OpKind::Const);
+  return c ? g.add(OpKind::Const, {}, c->attrs, n.result->type, n.loc) : nullptr;
 }
 
 Value* operand_if_other_is(const Node& n, double c, bool either_side) {
@@ -157,7 +165,10 @@ struct Rule {
 };
 
 const Rule kRules[] = {
-    {"fold scalar constants", std::nullopt, fold_constants},
+    {"fold constants", std::nullopt, fold_constants},
+    {"view of a constant -> constant", OpKind::Broadcast, view_of_constant},
+    {"view of a constant -> constant", OpKind::Reshape, view_of_constant},
+    {"view of a constant -> constant", OpKind::Transpose, view_of_constant},
     {"x * 1 -> x", OpKind::Mul, mul_one},
     {"x + 0 -> x", OpKind::Add, add_zero},
     {"x - 0 -> x", OpKind::Sub, sub_zero},
