@@ -39,7 +39,9 @@ constexpr Rule kRules[] = {
     {OpKind::Tanh, nullptr, "tanhf({0})", nullptr},
     {OpKind::Sigmoid, nullptr, "(1.0f / (1.0f + expf(-{0})))", nullptr},
     {OpKind::Relu, nullptr, "({0} < 0.0f ? 0.0f : {0})", nullptr},  // keeps NaN
-    {OpKind::Gelu, "none", "(0.5f * {0} * (1.0f + erff({0} * 0.70710678118654752f)))", nullptr},
+    // 0.5 x (1 + erf(x / sqrt 2)) as 0.5 x erfc(-x / sqrt 2): for x below about -4, 1 + erf
+    // cancels to 0 in fp32 while erfc keeps the tiny result (gelu(-6) = -5.9e-9, not -0).
+    {OpKind::Gelu, "none", "(0.5f * {0} * erfcf({0} * -0.70710678118654752f))", nullptr},
     // 0.5 x (1 + tanh(u)) is x sigmoid(2 u) = x / (1 + exp(-2 u)): see kiln_gelu_tanh.
     {OpKind::Gelu, "tanh", "kiln_gelu_tanh({0})", nullptr},
     {OpKind::Silu, nullptr, "({0} * (1.0f / (1.0f + expf(-{0}))))", nullptr},
