@@ -3,11 +3,16 @@
 // token, where reading the weight is the whole cost. No shared-memory pipeline: every
 // lane streams 16-byte pieces of its weight rows straight into registers (several per
 // step in flight), dequantises them there with bit tricks (i4 and i8 weights), and feeds
-// mma.sync m16n8k16 with the activations as the A fragment (rows past M are zeros).
+// mma.sync m16n8k16. With up to 8 rows the weight is the A fragment (16 weight rows a
+// product, the activations as B's 8 columns; columns past M are zeros), so that each
+// product consumes 256 weight elements; with 9 to 16 rows the activations are A (rows past
+// M are zeros) and each product takes 8 weight rows.
 //
-// Fragment layout: lane (g, t) = (lane / 4, lane % 4) holds B's column g (weight row
-// n0 + 8 j + g of fragment j) at four K positions a product, and A's rows g and g + 8 at
-// the same positions. Since a product sums over K, the K positions may be any fixed
+// Fragment layout: lane (g, t) = (lane / 4, lane % 4) loads weight rows n0 + 8 s + g (its
+// row slots s) and the activations of row g. Activations as A: slot s is B's column g of
+// fragment s, and A's rows g and g + 8 are activation rows. Weights as A: slots 2 f and
+// 2 f + 1 are A's rows g and g + 8 of fragment f, and B's column g is activation row g.
+// Either way a lane holds four K positions of each a product. Since a product sums over K, the K positions may be any fixed
 // permutation of the lane's own elements, applied to A and B alike: a lane's 16-byte
 // piece covers E consecutive elements of K (E = 8 f16, 16 i8, 32 i4), and the pairs that
 // the dequantising bit tricks produce (elements (0, 4), (1, 5), ... of an i4 word; (0, 2),
@@ -86,6 +91,8 @@ public:
     unroll_ = c_.bk / (4 * lane_elems_);
     pieces_ = lane_elems_ / 8;  // 16-byte pieces of activations per row and weight piece
     two_rows_ = g_.m > 8;
+    weights_a_ = ir::gemv_weights_as_a(k, c_);
+    accs_ = weights_a_ ? tiles_ / 2 : tiles_;
     split_ = c_.split_k > 1;
     slice_ = ir::gemm_k_slice(k, c_);
     col_tiles_ = ceil_div(g_.n, c_.bn);
@@ -119,6 +126,8 @@ private:
     s += fmt::format("//   schedule gemv: a block owns {} columns ({} weight rows a lane group), its {} warps split K "
                      "in steps of {}; each lane loads {} 16-byte piece{} of each of its {} weight row{} a step\n",
                      c_.bn, tiles_, c_.warps_n, c_.bk, unroll_, unroll_ == 1 ? "" : "s", tiles_, tiles_ == 1 ? "" : "s");
+    s += weights_a_ ? "//   the weight is mma's A operand (16 weight rows a product), the activations its B\n"
+                    : "//   the activations are mma's A operand, the weight its B (8 weight rows a product)\n";
     if (dequant()) {
       const ir::GemmDequant& dq = g_.b.dequant;
       s += fmt::format("//   B %{}: {} weights [N, K], dequantised in registers: (w - z) * s with scales %{}{} per {} "
@@ -172,7 +181,7 @@ private:
       s += fmt::format("  const {}* x_row1 = {} + (long long)min(g + 8, {}) * {}ll;\n", storage_type(g_.operand_dtype),
                        param(g_.a.arg), g_.m - 1, g_.k);
     }
-    s += fmt::format("  float acc[{}][4] = {{}};\n", tiles_);
+    s += fmt::format("  float acc[{}][4] = {{}};\n", accs_);
     return s;
   }
 
@@ -304,81 +313,115 @@ private:
     return dq.zero >= 0 && !is_storage_only(k_.args.at(static_cast<size_t>(dq.zero)).type.dtype) && !float_path();
   }
 
-  // B's pair for element pair `biased` (code: a packed pair of offset values), dequantised.
-  std::string finish_pair(const std::string& biased) const {
-    std::string v = fmt::format("kiln_sub2_{}({}, zero2[u][j])", pair(), biased);
-    if (float_zero()) v = fmt::format("kiln_sub2_{}({}, zf2)", pair(), v);
-    return fmt::format("kiln_mul2_{}({}, scale2[u][j])", pair(), v);
+  // The weight pair for element pair `biased` (code: a packed pair of offset values) of row
+  // slot `j`, dequantised.
+  std::string finish_pair(const std::string& biased, const std::string& j) const {
+    std::string v = fmt::format("kiln_sub2_{}({}, zero2[u][{}])", pair(), biased, j);
+    if (float_zero()) v = fmt::format("kiln_sub2_{}({}, zero2_float[u][{}])", pair(), v, j);
+    return fmt::format("kiln_mul2_{}({}, scale2[u][{}])", pair(), v, j);
   }
 
-  // The products of one weight piece of fragment j at unroll index u: (B pair 0, B pair 1,
-  // A rows' words) for each of its lane_elems / 4 products.
-  std::string products(const std::string& in) const {
-    std::string s;
-    const std::string mma = bf16_ ? "kiln_mma_bf16" : "kiln_mma_f16";
-    auto product = [&](const std::string& b0, const std::string& b1, const std::string& a0, const std::string& a2,
-                       const std::string& a1, const std::string& a3) {
-      return fmt::format("{}  {{ const unsigned a[4] = {{{}, {}, {}, {}}}; {}(acc[j], a, {}, {}); }}\n", in, a0, a1, a2,
-                         a3, mma, b0, b1);
-    };
-    auto x_word = [&](int row, int piece, int word) {
-      static const char* kLanes[] = {"x", "y", "z", "w"};
-      if (row == 1 && !two_rows_) return std::string("0u");
-      return fmt::format("x_piece{}[u][{}].{}", row, piece, kLanes[word]);
-    };
-    auto perm = [&](int row, int piece, int w0, int w1, const char* sel) {
-      if (row == 1 && !two_rows_) return std::string("0u");
-      return fmt::format("__byte_perm({}, {}, {})", x_word(row, piece, w0), x_word(row, piece, w1), sel);
-    };
+  // The dequantised weight pairs of word q of row slot `j`'s piece at unroll index u, named
+  // `name`0, `name`1, ...: pair i holds the two elements of the word that one K position
+  // pair of a product takes (four pairs from an i4 word, two from an i8 one).
+  std::string weight_pairs(const std::string& in, const std::string& j, int q, const std::string& name) const {
     static const char* kLanes[] = {"x", "y", "z", "w"};
-    s += fmt::format("{}#pragma unroll\n{}for (int j = 0; j < {}; ++j) {{\n", in, in, tiles_);
-    if (float_zero())
-      s += fmt::format("{}  const unsigned zf2 = zero2_float[u][j];\n", in);
-    if (!dequant()) {
-      // f16 / bf16 weights: each word is a pair of neighbouring elements.
-      for (int step = 0; step < 2; ++step)
-        s += product(fmt::format("w_piece[u][j].{}", kLanes[2 * step]), fmt::format("w_piece[u][j].{}", kLanes[2 * step + 1]),
-                     x_word(0, 0, 2 * step), x_word(0, 0, 2 * step + 1), x_word(1, 0, 2 * step),
-                     x_word(1, 0, 2 * step + 1));
-    } else if (w_ == DType::i4) {
+    const std::string word = fmt::format("w_piece[u][{}].{}", j, kLanes[q]);
+    std::string s;
+    if (w_ == DType::i4) {
       // Word q holds elements 8q .. 8q + 7; its nibbles i and i + 4 form one biased pair.
       const unsigned magic = bf16_ ? 0x43004300u : 0x64006400u;
-      for (int q = 0; q < 4; ++q) {
-        s += fmt::format("{}  {{ const unsigned word = w_piece[u][j].{} ^ 0x88888888u;  // offset binary: w + 8\n", in,
-                         kLanes[q]);
-        for (int i = 0; i < 4; ++i)
-          s += fmt::format("{}    const unsigned p{} = {};\n", in, i,
-                           finish_pair(fmt::format("(((word >> {}) & 0x000f000fu) | 0x{:08x}u)", 4 * i, magic)));
-        // Elements (0, 4) and (1, 5) of the word, then (2, 6) and (3, 7); activation piece q.
-        s += "  " + product("p0", "p1", perm(0, q, 0, 2, "0x5410"), perm(0, q, 0, 2, "0x7632"), perm(1, q, 0, 2, "0x5410"),
-                            perm(1, q, 0, 2, "0x7632"));
-        s += "  " + product("p2", "p3", perm(0, q, 1, 3, "0x5410"), perm(0, q, 1, 3, "0x7632"), perm(1, q, 1, 3, "0x5410"),
-                            perm(1, q, 1, 3, "0x7632"));
-        s += in + "  }\n";
-      }
+      s += fmt::format("{}const unsigned {}_word = {} ^ 0x88888888u;  // offset binary: w + 8\n", in, name, word);
+      for (int i = 0; i < 4; ++i)
+        s += fmt::format("{}const unsigned {}{} = {};\n", in, name, i,
+                         finish_pair(fmt::format("((({}_word >> {}) & 0x000f000fu) | 0x{:08x}u)", name, 4 * i, magic), j));
+    } else if (float_path()) {
+      // i8 into bf16 through fp32: bytes (0, 2) and (1, 3) form the pairs.
+      s += fmt::format("{}float {}_e[4];\n", in, name);
+      s += fmt::format("{}#pragma unroll\n{}for (int b = 0; b < 4; ++b) {}_e[b] = ((float)(int)(signed char)({} >> (8 * b)) "
+                       "- __uint_as_float(zero2[u][{}])) * __uint_as_float(scale2[u][{}]);\n",
+                       in, in, name, word, j, j);
+      s += fmt::format("{}const unsigned {}0 = kiln_bf16_pair({}_e[0], {}_e[2]), {}1 = kiln_bf16_pair({}_e[1], {}_e[3]);\n",
+                       in, name, name, name, name, name, name);
     } else {
       // i8: word q holds elements 4q .. 4q + 3; bytes (0, 2) and (1, 3) form the pairs.
-      for (int q = 0; q < 4; ++q) {
-        const int piece = q / 2, w0 = 2 * (q % 2), w1 = w0 + 1;
-        if (float_path()) {
-          s += fmt::format("{}  {{ const unsigned word = w_piece[u][j].{};\n", in, kLanes[q]);
-          s += fmt::format("{}    const float sc = __uint_as_float(scale2[u][j]), z = __uint_as_float(zero2[u][j]);\n", in);
-          s += fmt::format("{}    float e[4];\n{}#pragma unroll\n{}    for (int b = 0; b < 4; ++b) e[b] = ((float)(int)(signed "
-                           "char)(word >> (8 * b)) - z) * sc;\n",
-                           in, in, in);
-          s += fmt::format("{}    const unsigned p0 = kiln_bf16_pair(e[0], e[2]), p1 = kiln_bf16_pair(e[1], e[3]);\n", in);
-        } else {
-          s += fmt::format("{}  {{ const unsigned word = w_piece[u][j].{} ^ 0x80808080u;  // offset binary: w + 128\n", in,
-                           kLanes[q]);
-          s += fmt::format("{}    const unsigned p0 = {};\n", in, finish_pair("__byte_perm(word, 0x64646464u, 0x4240)"));
-          s += fmt::format("{}    const unsigned p1 = {};\n", in, finish_pair("__byte_perm(word, 0x64646464u, 0x4341)"));
-        }
-        s += "  " + product("p0", "p1", perm(0, piece, w0, w1, "0x5410"), perm(0, piece, w0, w1, "0x7632"),
-                            perm(1, piece, w0, w1, "0x5410"), perm(1, piece, w0, w1, "0x7632"));
-        s += in + "  }\n";
-      }
+      s += fmt::format("{}const unsigned {}_word = {} ^ 0x80808080u;  // offset binary: w + 128\n", in, name, word);
+      s += fmt::format("{}const unsigned {}0 = {};\n", in, name,
+                       finish_pair(fmt::format("__byte_perm({}_word, 0x64646464u, 0x4240)", name), j));
+      s += fmt::format("{}const unsigned {}1 = {};\n", in, name,
+                       finish_pair(fmt::format("__byte_perm({}_word, 0x64646464u, 0x4341)", name), j));
+    }
+    return s;
+  }
+
+  // The activation words that meet weight pair `pair` of word q in a product: activation
+  // row `row`'s two elements at the K positions of that pair (K positions lo, hi).
+  std::string activation_pair(int row, int q, int pair, bool high) const {
+    static const char* kLanes[] = {"x", "y", "z", "w"};
+    if (row == 1 && !two_rows_) return "0u";
+    if (!dequant())  // f16 / bf16: weight word w is elements 2w, 2w + 1, as activation word w
+      return fmt::format("x_piece{}[u][0].{}", row, kLanes[q + (high ? 1 : 0)]);
+    if (w_ == DType::i4) {
+      // Pairs (0, 4), (1, 5) of a word meet activation words 0 and 2 of piece q (low or
+      // high halves); pairs (2, 6), (3, 7) words 1 and 3.
+      const int w0 = pair < 2 ? 0 : 1;
+      const char* sel = (pair % 2 == 0) ? "0x5410" : "0x7632";
+      return fmt::format("__byte_perm(x_piece{}[u][{}].{}, x_piece{}[u][{}].{}, {})", row, q, kLanes[w0], row, q,
+                         kLanes[w0 + 2], sel);
+    }
+    // i8: word q is elements 4q .. 4q + 3, activation piece q / 2, words 2 (q % 2) and + 1.
+    const int piece = q / 2, w0 = 2 * (q % 2);
+    const char* sel = pair == 0 ? "0x5410" : "0x7632";
+    return fmt::format("__byte_perm(x_piece{}[u][{}].{}, x_piece{}[u][{}].{}, {})", row, piece, kLanes[w0], row, piece,
+                       kLanes[w0 + 1], sel);
+  }
+
+  // The products of one step's weight pieces at unroll index u. Each product takes two
+  // weight pairs per row (K positions 0-1 and 2-3 of the lane) and the activations at the
+  // same positions.
+  std::string products(const std::string& in) const {
+    const std::string mma = bf16_ ? "kiln_mma_bf16" : "kiln_mma_f16";
+    // Words of a 16-byte weight piece and the products one word feeds (pairs in twos).
+    const int pairs = !dequant() ? 1 : w_ == DType::i4 ? 4 : 2;
+    std::string s = fmt::format("{}#pragma unroll\n{}for (int f = 0; f < {}; ++f) {{\n", in, in, accs_);
+    const std::string b = in + "  ";
+    if (!dequant()) {
+      // f16 / bf16 weights: words (0, 1) and (2, 3) each make one product.
+      static const char* kLanes[] = {"x", "y", "z", "w"};
+      auto word = [&](int r, int w) {
+        return fmt::format("w_piece[u][{}].{}", weights_a_ ? fmt::format("2 * f + {}", r) : "f", kLanes[w]);
+      };
+      for (int step = 0; step < 2; ++step)
+        s += product(b, mma, 2 * step, 0, word(0, 2 * step), word(0, 2 * step + 1), word(1, 2 * step),
+                     word(1, 2 * step + 1));
+      return s + in + "}\n";
+    }
+    for (int q = 0; q < 4; ++q) {
+      s += b + "{\n";
+      for (int r = 0; r < (weights_a_ ? 2 : 1); ++r)
+        s += weight_pairs(b + "  ", weights_a_ ? fmt::format("2 * f + {}", r) : "f", q, fmt::format("p{}", r));
+      for (int first = 0; first < pairs; first += 2)
+        s += product(b + "  ", mma, q, first, fmt::format("p0{}", first), fmt::format("p0{}", first + 1),
+                     fmt::format("p1{}", first), fmt::format("p1{}", first + 1));
+      s += b + "}\n";
     }
     return s + in + "}\n";
+  }
+
+  // One mma: weight pairs (lo, hi) of the slot in A's or B's rows g (and, weights as A,
+  // g + 8: lo1, hi1), with activation word q's pairs `first` and `first` + 1.
+  std::string product(const std::string& in, const std::string& mma, int q, int first, const std::string& lo0,
+                      const std::string& hi0, const std::string& lo1, const std::string& hi1) const {
+    if (weights_a_) {
+      // A: rows g (slot 2 f) and g + 8 (slot 2 f + 1) at K positions lo, then hi; B: the
+      // activations of row g at the same positions.
+      return fmt::format("{}{{ const unsigned a[4] = {{{}, {}, {}, {}}}; {}(acc[f], a, {}, {}); }}\n", in, lo0, lo1, hi0,
+                         hi1, mma, activation_pair(0, q, first, false), activation_pair(0, q, first + 1, true));
+    }
+    // A: activation rows g and g + 8 at K positions lo, then hi; B: the weight pairs.
+    return fmt::format("{}{{ const unsigned a[4] = {{{}, {}, {}, {}}}; {}(acc[f], a, {}, {}); }}\n", in,
+                       activation_pair(0, q, first, false), activation_pair(1, q, first, false),
+                       activation_pair(0, q, first + 1, true), activation_pair(1, q, first + 1, true), mma, lo0, hi0);
   }
 
   // Software-pipelined by one step: the first step's weight pieces and scales are loaded
@@ -405,10 +448,16 @@ private:
   std::string warp_sums() const {
     std::string s = "  // Each warp's accumulators into shared memory: [warp][row][column].\n";
     s += "  float* sums = reinterpret_cast<float*>(kiln_smem);\n";
-    s += fmt::format("#pragma unroll\n  for (int j = 0; j < {}; ++j) {{\n", tiles_);
-    s += fmt::format("    float* at = sums + (warp * 16 + g) * {} + 8 * j + 2 * t;\n", c_.bn);
-    s += fmt::format("    at[0] = acc[j][0]; at[1] = acc[j][1]; at[8 * {}] = acc[j][2]; at[8 * {} + 1] = acc[j][3];\n",
-                     c_.bn, c_.bn);
+    s += fmt::format("#pragma unroll\n  for (int f = 0; f < {}; ++f) {{\n", accs_);
+    if (weights_a_) {  // C's rows are weight rows (columns of the output), its columns rows of M
+      s += fmt::format("    float* at = sums + (warp * 16 + 2 * t) * {} + 16 * f + g;\n", c_.bn);
+      s += fmt::format("    at[0] = acc[f][0]; at[{}] = acc[f][1]; at[8] = acc[f][2]; at[{} + 8] = acc[f][3];\n", c_.bn,
+                       c_.bn);
+    } else {
+      s += fmt::format("    float* at = sums + (warp * 16 + g) * {} + 8 * f + 2 * t;\n", c_.bn);
+      s += fmt::format("    at[0] = acc[f][0]; at[1] = acc[f][1]; at[8 * {}] = acc[f][2]; at[8 * {} + 1] = acc[f][3];\n",
+                       c_.bn, c_.bn);
+    }
     s += "  }\n  __syncthreads();\n";
     const int per_row = c_.bn / 8;
     s += fmt::format("  for (int item = (int)threadIdx.x; item < {}; item += {}) {{\n", g_.m * per_row, 32 * c_.warps_n);
@@ -449,6 +498,8 @@ private:
   bool bf16_ = false;
   int lane_elems_ = 8, tiles_ = 1, unroll_ = 1, pieces_ = 1;
   bool two_rows_ = false, split_ = false;
+  bool weights_a_ = false;  // the weight is mma's A operand (M <= 8)
+  int accs_ = 1;            // accumulator fragments: one per 16 weight rows, or per 8
   int64_t slice_ = 0, col_tiles_ = 0, padded_n_ = 0;
 };
 

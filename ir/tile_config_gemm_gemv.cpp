@@ -1,7 +1,8 @@
 // The gemv schedule's tile rules (see tile_config.h): decoding's products, a few rows of
 // activations against a weight that is read once, so that the weight's bytes set the
-// time. A block owns bn output columns (bn / 8 groups of 8 weight rows, each one m16n8
-// product fragment) and its warps_n warps split K; the grid's y dim splits K further
+// time. A block owns bn output columns (bn / 8 groups of 8 weight rows; one m16n8 product
+// fragment takes two groups as its A rows when M <= 8, else one as its B columns) and its
+// warps_n warps split K; the grid's y dim splits K further
 // (split_k) when the column tiles alone cannot fill the GPU. Each step, a lane loads bk /
 // (4 * lane elems) 16-byte pieces of each of its weight rows before multiplying any, so
 // that enough loads are in flight to stream the weight at full bandwidth, and loads the
@@ -44,6 +45,8 @@ int gemv_lane_elems(const Kernel& k) {
 }
 
 int64_t gemv_shared_bytes(const TileConfig& c) { return int64_t{c.warps_n} * 16 * c.bn * 4; }
+
+bool gemv_weights_as_a(const Kernel& k, const TileConfig& c) { return k.gemm.m <= 8 && c.bn % 16 == 0; }
 
 bool gemm_gemv_applies(const Kernel& k) {
   const GemmCore& g = k.gemm;
