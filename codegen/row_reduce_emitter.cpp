@@ -599,8 +599,12 @@ private:
       if (cluster() > 1)
         s += fmt::format("  kiln_cluster_lse<{}>(lse_max{}, lse_sum{}, kiln_cluster_slots[{}], "
                          "kiln_cluster_slots[{}]);\n", cluster(), r, r, slot, slot + 1);
-      s += fmt::format("  const float lse_log{} = logf(lse_sum{});\n", r, r);
-      s += fmt::format("  const float lse_nlog2_{} = -log2f(lse_sum{});\n", r, r);
+      // An infinite max is logsumexp's answer itself (kiln_lse_result): x - lse is then x
+      // - max alone, so a +inf beside finite values leaves them -inf (softmax 0), where the
+      // sum's NaN (from inf - inf) would make every element NaN.
+      s += fmt::format("  const bool lse_inf{} = fabsf(lse_max{}) == __int_as_float(0x7f800000);\n", r, r);
+      s += fmt::format("  const float lse_log{} = lse_inf{} ? 0.0f : logf(lse_sum{});\n", r, r, r);
+      s += fmt::format("  const float lse_nlog2_{} = lse_inf{} ? 0.0f : -log2f(lse_sum{});\n", r, r, r);
       return s + fmt::format("  const float r{} = kiln_lse_result(lse_max{}, lse_sum{});\n", r, r, r);
     }
     if (op == ir::OpKind::ReduceVar) {

@@ -90,6 +90,28 @@ TEST(OnlineReduceGpu, SoftmaxOfLargeAndMaskedScores) {
   }
 }
 
+TEST(OnlineReduceGpu, SoftmaxOfRowsWithPlusInfinity) {
+  // An infinite max is logsumexp's answer itself: beside a +inf the finite scores come
+  // out 0 (softmax) or -inf (log_softmax) and the +inf NaN, as the reference says;
+  // the sum's NaN (inf - inf) must not spread to the whole row.
+  KILN_REQUIRE_GPU();
+  const double inf = std::numeric_limits<double>::infinity();
+  for (const char* op : {"softmax", "log_softmax"})
+    for (const char* dt : {"f32", "f16"})
+      for (long n : {5L, 1000L, 8192L}) {
+        SCOPED_TRACE(std::string(op) + " " + dt + " n=" + std::to_string(n));
+        ir::Graph g = ir::parse(row_reduce_test::graph_text(op, dt, "3", n), "online_reduce_gpu_test");
+        runtime::Program program = runtime::Program::compile(g);
+        std::vector<HostTensor> inputs = ir::random_inputs(g, 11);
+        std::vector<double>& v = inputs[0].values;
+        v[static_cast<size_t>(n / 2)] = inf;  // row 0: one +inf
+        v[static_cast<size_t>(n)] = v[static_cast<size_t>(2 * n - 1)] = inf;  // row 1: two
+        v[static_cast<size_t>(2 * n + 1)] = -inf;  // row 2: finite apart from one -inf
+        inputs[0] = HostTensor(inputs[0].type, inputs[0].values);
+        expect_program_matches(program, g, inputs);
+      }
+}
+
 // fp16 maxima M whose M * log2(e) rounds to fp32 farthest from its exact value (by
 // close to 2^-8, where it passes 2^16): an exp sum off by that rounding would be off
 // by 0.27% in every output.
