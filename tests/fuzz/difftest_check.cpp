@@ -16,7 +16,28 @@
 
 namespace kiln::fuzz {
 
-Verdict check_on_gpu(const ir::Graph& g, uint64_t input_seed) {
+namespace {
+
+Verdict judge_against_reference(const ir::Graph& g, const std::vector<HostTensor>& inputs,
+                                const std::vector<HostTensor>& outputs) {
+  std::vector<HostTensor> reference;
+  try {
+    reference = runtime::reference_outputs(g, inputs);
+  } catch (const std::exception& e) {
+    return {Verdict::Kind::Bug, fmt::format("reference: {}", e.what())};
+  }
+  std::vector<double> bounds;
+  for (const ir::Value* out : g.outputs()) bounds.push_back(rel_l2_bound_for(*out, knobs::tf32()));
+  try {
+    return judge_outputs(g, inputs, reference, outputs, bounds);
+  } catch (const std::exception& e) {  // the nudged or the wide graph failed to build or evaluate
+    return {Verdict::Kind::Bug, fmt::format("judging the outputs: {}", e.what())};
+  }
+}
+
+}  // namespace
+
+Verdict check_on_gpu(const ir::Graph& g, uint64_t input_seed, std::vector<HostTensor>* saved) {
   std::optional<runtime::Program> program;
   try {
     program.emplace(runtime::Program::compile(g));
@@ -30,24 +51,21 @@ Verdict check_on_gpu(const ir::Graph& g, uint64_t input_seed) {
   } catch (const std::exception& e) {
     return {Verdict::Kind::Bug, fmt::format("compile: unexpected exception: {}", e.what())};
   }
-  std::vector<HostTensor> inputs = ir::random_inputs(g, input_seed), reference, outputs;
-  try {
-    reference = runtime::reference_outputs(g, inputs);
-  } catch (const std::exception& e) {
-    return {Verdict::Kind::Bug, fmt::format("reference: {}", e.what())};
-  }
+  const std::vector<HostTensor> inputs = ir::random_inputs(g, input_seed);
+  std::vector<HostTensor> outputs;
   try {
     outputs = program->run(inputs);
   } catch (const std::exception& e) {
     return {Verdict::Kind::RunError, e.what()};
   }
-  std::vector<double> bounds;
-  for (const ir::Value* out : g.outputs()) bounds.push_back(rel_l2_bound_for(*out, knobs::tf32()));
-  try {
-    return judge_outputs(g, inputs, reference, outputs, bounds);
-  } catch (const std::exception& e) {  // the nudged or the wide graph failed to build or evaluate
-    return {Verdict::Kind::Bug, fmt::format("judging the outputs: {}", e.what())};
-  }
+  if (saved) *saved = outputs;
+  return judge_against_reference(g, inputs, outputs);
+}
+
+Verdict judge_saved(const ir::Graph& g, uint64_t input_seed, const std::vector<HostTensor>& outputs) {
+  if (outputs.size() != g.outputs().size())
+    return {Verdict::Kind::Bug, fmt::format("{} saved outputs for a graph of {}", outputs.size(), g.outputs().size())};
+  return judge_against_reference(g, ir::random_inputs(g, input_seed), outputs);
 }
 
 Verdict check_compile_only(const ir::Graph& g, bool nvrtc) {

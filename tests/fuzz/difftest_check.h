@@ -5,14 +5,19 @@
 // wide reference where the per-op one overflowed (judge.h).
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "ir/graph.h"
+#include "ir/tensor.h"
 #include "tests/fuzz/verdict.h"
 
 namespace kiln::fuzz {
 
-// On the GPU.
-Verdict check_on_gpu(const ir::Graph& g, uint64_t input_seed);
+// On the GPU; the GPU's outputs go to `outputs` when it is given (to be judged again
+// without a GPU: judge_saved).
+Verdict check_on_gpu(const ir::Graph& g, uint64_t input_seed, std::vector<HostTensor>* outputs = nullptr);
+// The judge on outputs a GPU made earlier from the inputs of `input_seed`.
+Verdict judge_saved(const ir::Graph& g, uint64_t input_seed, const std::vector<HostTensor>& outputs);
 // Without one: the pipeline check with the reference, and NVRTC unless `nvrtc` is
 // false (pipeline_check.h).
 Verdict check_compile_only(const ir::Graph& g, bool nvrtc = true);

@@ -11,7 +11,9 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -20,6 +22,7 @@
 #include "ir/error.h"
 #include "ir/printer.h"
 #include "runtime/cuda_driver.h"
+#include "runtime/npy.h"
 #include "tests/fuzz/decisions.h"
 #include "tests/fuzz/difftest_check.h"
 #include "tests/fuzz/random_graph.h"
@@ -38,6 +41,8 @@ struct Args {
   bool no_nvrtc = false;
   bool verbose = false;
   bool print_only = false;
+  bool save_outputs = false;
+  std::string rejudge;  // a folder of saved GPU outputs to judge again
   int max_ops = 12;
   int64_t max_elements = 4096;
   int shrink_attempts = 300;
@@ -67,14 +72,54 @@ std::string commented(const std::string& text) {
   return out;
 }
 
+std::string saved_output_path(const std::string& dir, uint64_t seed, size_t i) {
+  return fmt::format("{}/seed-{}-gpu-out{}.npy", dir, seed, i);
+}
+
+// --rejudge: the seeds whose GPU outputs an earlier run saved (--save-outputs), judged
+// again by this build's judge, with no GPU: the graph and its inputs come from the seed.
+int rejudge(const Args& a) {
+  kiln::fuzz::GeneratorLimits limits;
+  limits.max_ops = a.max_ops;
+  limits.max_elements = a.max_elements;
+  std::vector<uint64_t> seeds;  // those with a saved first output, in order
+  for (const auto& entry : std::filesystem::directory_iterator(a.rejudge)) {
+    const std::string name = entry.path().filename().string();
+    uint64_t seed = 0;
+    if (std::sscanf(name.c_str(), "seed-%lu-gpu-out0.npy", &seed) == 1 && name == fmt::format("seed-{}-gpu-out0.npy", seed))
+      seeds.push_back(seed);
+  }
+  std::sort(seeds.begin(), seeds.end());
+  std::map<Verdict::Kind, uint64_t> counts;
+  uint64_t judged = 0, failures = 0;
+  for (const uint64_t seed : seeds) {
+    if (a.count > 0 && (seed < a.seed || seed >= a.seed + a.count)) continue;
+    kiln::fuzz::Decisions d = kiln::fuzz::Decisions::from_seed(seed);
+    const kiln::ir::Graph g = kiln::fuzz::random_graph(d, limits);
+    std::vector<kiln::HostTensor> outputs;
+    for (size_t o = 0; o < g.outputs().size(); ++o)
+      outputs.push_back(kiln::runtime::read_npy(saved_output_path(a.rejudge, seed, o), g.outputs()[o]->type,
+                                                fmt::format("output {}", o)));
+    const Verdict v = kiln::fuzz::judge_saved(g, seed, outputs);
+    ++judged;
+    ++counts[v.kind];
+    if (kiln::fuzz::is_failure(v.kind)) ++failures;
+    std::cout << fmt::format("seed {}: {}\n{}", seed, kiln::fuzz::verdict_name(v.kind), v.detail) << std::flush;
+  }
+  std::cout << fmt::format("kiln-difftest: {} saved graphs judged again (no GPU)\n", judged);
+  for (const auto& [kind, n] : counts) std::cout << fmt::format("  {}: {}\n", kiln::fuzz::verdict_name(kind), n);
+  return failures == 0 ? 0 : 1;
+}
+
 int run(const Args& a) {
+  if (!a.rejudge.empty()) return rejudge(a);
   std::string why;
   const bool gpu = !a.compile_only && kiln::runtime::gpu_available(&why);
   if (!gpu && !a.compile_only)
     std::cout << fmt::format("kiln-difftest: no GPU found ({}); checking the compile path only (passes, codegen, "
                              "NVRTC, the reference interpreter): nothing runs on a GPU\n", why);
-  auto check = [&](const kiln::ir::Graph& g, uint64_t seed) {
-    return gpu ? kiln::fuzz::check_on_gpu(g, seed) : kiln::fuzz::check_compile_only(g, !a.no_nvrtc);
+  auto check = [&](const kiln::ir::Graph& g, uint64_t seed, std::vector<kiln::HostTensor>* outputs = nullptr) {
+    return gpu ? kiln::fuzz::check_on_gpu(g, seed, outputs) : kiln::fuzz::check_compile_only(g, !a.no_nvrtc);
   };
   kiln::fuzz::GeneratorLimits limits;
   limits.max_ops = a.max_ops;
@@ -99,8 +144,15 @@ int run(const Args& a) {
       ++graphs;
       continue;
     }
-    Verdict v = check(g, seed);
+    std::vector<kiln::HostTensor> outputs;
+    Verdict v = check(g, seed, a.save_outputs ? &outputs : nullptr);
     ++graphs;
+    // Every graph the plain comparison did not settle keeps its GPU outputs (for --rejudge).
+    if (a.save_outputs && !outputs.empty() && !v.settled_plainly) {
+      std::filesystem::create_directories(a.out);
+      for (size_t o = 0; o < outputs.size(); ++o)
+        kiln::runtime::write_npy(saved_output_path(a.out, seed, o), outputs[o]);
+    }
     ++counts[v.kind];
     if (v.kind == Verdict::Kind::Rejected) ++rejections[rejection_kind(v.detail)];
     if (a.verbose && v.kind == Verdict::Kind::Rejected)
@@ -166,6 +218,12 @@ int main(int argc, char** argv) {
   app.add_flag("--no-nvrtc", a.no_nvrtc, "compile-only: stop at the CUDA source (a quick sweep of the passes)");
   app.add_flag("--print", a.print_only, "write each graph to OUT/seed-N-original.kiln and check nothing");
   app.add_flag("--verbose", a.verbose, "name the seed of every rejected, unstable or wide-intermediate graph too");
+  app.add_flag("--save-outputs", a.save_outputs,
+               "write the GPU's outputs of every graph the plain comparison did not settle to "
+               "OUT/seed-N-gpu-outI.npy");
+  app.add_option("--rejudge", a.rejudge,
+                 "judge the outputs saved in this folder again without a GPU: every seed saved there, or those "
+                 "from --seed to --seed + --count when --count is given");
   app.add_option("--max-ops", a.max_ops, "ops drawn per graph")->capture_default_str();
   app.add_option("--max-elements", a.max_elements, "elements per tensor at most")->capture_default_str();
   app.add_option("--shrink-attempts", a.shrink_attempts, "checks the shrinker may spend per failure")

@@ -17,13 +17,14 @@ namespace kiln::fuzz {
 
 namespace {
 
-// The elements of `t` where `keep` holds, as a flat tensor.
-HostTensor kept(const HostTensor& t, const std::vector<bool>& keep) {
-  HostTensor out({t.type.dtype, {0}});
-  for (size_t e = 0; e < t.values.size(); ++e)
-    if (keep[e]) out.values.push_back(t.values[e]);
-  out.type.shape = {static_cast<int64_t>(out.values.size())};
-  return out;
+// `got` against `want` with the elements where `keep` is false counted as matching: the
+// output's rel-L2 error over its whole norm, as the plain comparison measures it, less
+// the elements the reference cannot pin down (the same scale the nudges are judged on).
+Comparison compare_kept(const HostTensor& got, const HostTensor& want, const std::vector<bool>& keep, double bound) {
+  HostTensor counted = got;
+  for (size_t e = 0; e < keep.size(); ++e)
+    if (!keep[e]) counted.values[e] = want.values[e];
+  return compare(counted, want, bound);
 }
 
 // The elements of `got` that the absolute floor does not settle: those not within
@@ -40,6 +41,25 @@ std::vector<bool> past_floor(const HostTensor& got, const HostTensor& want, cons
 std::vector<bool> both(std::vector<bool> a, const std::vector<bool>& b) {
   for (size_t e = 0; e < a.size(); ++e) a[e] = a[e] && b[e];
   return a;
+}
+
+// Up to four of the kept elements that fail: those not in the reference's NaN / Inf
+// class first, then the farthest off, as "element 3: got -inf, reference nan".
+std::string worst_elements(const HostTensor& got, const HostTensor& want, const std::vector<bool>& keep) {
+  std::vector<std::pair<double, size_t>> off;
+  for (size_t e = 0; e < keep.size(); ++e) {
+    if (!keep[e]) continue;
+    const double g = got.values[e], w = want.values[e];
+    const bool same_class = std::isfinite(g) && std::isfinite(w) ? true : (std::isnan(g) && std::isnan(w)) || g == w;
+    const double d = !same_class ? INFINITY : std::isfinite(g) ? std::fabs(g - w) : 0.0;
+    if (d > 0) off.emplace_back(d, e);
+  }
+  std::sort(off.begin(), off.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::string out;
+  for (size_t i = 0; i < std::min<size_t>(4, off.size()); ++i)
+    out += fmt::format("{}element {}: got {:.6g}, reference {:.6g}", i ? "; " : " (", off[i].second,
+                       got.values[off[i].second], want.values[off[i].second]);
+  return out.empty() ? out : out + ")";
 }
 
 // Worse verdicts win: a mismatch anywhere fails the graph.
@@ -75,14 +95,14 @@ public:
       return false;
     }
     const std::vector<bool> past = past_floor(got, values_[i], floor);
-    const Comparison whole = compare(kept(got, past), kept(values_[i], past), bounds_[i]);
+    const Comparison whole = compare_kept(got, values_[i], past, bounds_[i]);
     why = fmt::format("against the wide reference (f16 / bf16 intermediates in fp32; it differs from the per-op "
                       "one by {}): {}",
                       apart.str(), whole.str());
     if (whole.passed) return true;
     if (!stable_) stable_ = stable_elements(wide_.graph, inputs_, values_, bounds_);
     const std::vector<bool> keep = both((*stable_)[i], past);
-    const Comparison steady = compare(kept(got, keep), kept(values_[i], keep), bounds_[i]);
+    const Comparison steady = compare_kept(got, values_[i], keep, bounds_[i]);
     why += fmt::format("; on the {} elements that its nudges leave in place: {}",
                        std::count(keep.begin(), keep.end(), true), steady.str());
     return steady.passed;
@@ -103,38 +123,47 @@ Verdict judge_outputs(const ir::Graph& g, const std::vector<HostTensor>& inputs,
                       const std::vector<HostTensor>& reference, const std::vector<HostTensor>& outputs,
                       const std::vector<double>& bounds) {
   const auto names = ir::value_names(g);
-  std::optional<std::vector<std::vector<bool>>> stable;  // computed at the first failed comparison
-  std::optional<std::vector<std::vector<double>>> floors;  // at the same time
-  std::optional<WideOpinion> wide;                       // at the first one nudges do not excuse
+  std::optional<Sensitivity> nudges;  // computed at the first failed comparison
+  std::optional<WideOpinion> wide;     // at the first one nudges do not excuse
   Verdict v;
   for (size_t i = 0; i < outputs.size(); ++i) {
     const ir::Value& out = *g.outputs()[i];
     const Comparison plain = compare(outputs[i], reference[i], bounds[i]);
     if (plain.passed) continue;
-    if (!stable) {
-      stable = stable_elements(g, inputs, reference, bounds);
-      floors = absolute_floors(g, evaluate_intermediates(g, inputs), bounds);
-    }
+    v.settled_plainly = false;
+    if (!nudges) nudges = sensitivity(g, inputs, reference, bounds);
+    const std::vector<double>& floor = nudges->floors[i];
     // Elements tiny next to what their op consumed are checked absolutely, and pass
     // within their floor; the comparison is on the others.
-    const std::vector<bool> past = past_floor(outputs[i], reference[i], (*floors)[i]);
+    const std::vector<bool> past = past_floor(outputs[i], reference[i], floor);
     const auto floored = std::count(past.begin(), past.end(), false);
-    const Comparison c = compare(kept(outputs[i], past), kept(reference[i], past), bounds[i]);
+    const Comparison c = compare_kept(outputs[i], reference[i], past, bounds[i]);
     if (c.passed) continue;
-    const std::vector<bool> keep = both((*stable)[i], past);
-    const Comparison steady = compare(kept(outputs[i], keep), kept(reference[i], keep), bounds[i]);
+    // Set aside too: an element that a nudge flips (its NaN / Inf class, a boolean), and
+    // one off by no more than the nudges moved the reference's own value.
+    std::vector<bool> keep = past;
+    for (size_t e = 0; e < keep.size(); ++e) {
+      if (!keep[e]) continue;
+      const double got = outputs[i].values[e], want = reference[i].values[e];
+      if (nudges->flips[i][e] ||
+          (std::isfinite(got) && std::isfinite(want) && std::fabs(got - want) <= nudges->spread[i][e] + floor[e]))
+        keep[e] = false;
+    }
+    const Comparison steady = compare_kept(outputs[i], reference[i], keep, bounds[i]);
     const auto left = std::count(keep.begin(), keep.end(), true);
     v.detail += fmt::format("output {} %{} {}: {}", i, names.at(out.id), out.type.str(), plain.str());
     if (floored > 0)
       v.detail += fmt::format("; on the {} elements past the absolute floor of their op's magnitude: {}",
                               std::count(past.begin(), past.end(), true), c.str());
-    v.detail += fmt::format("; on the {} elements that one-ulp nudges of the intermediates leave in place ({} move): {}",
+    v.detail += fmt::format("; on the {} elements that nudges of the intermediates neither flip nor move as far as "
+                            "the GPU's value is off ({} set aside): {}",
                             left, std::count(past.begin(), past.end(), true) - left, steady.str());
+    if (!steady.passed) v.detail += worst_elements(outputs[i], reference[i], keep);
     Verdict::Kind kind = Verdict::Kind::Unstable;
     if (!steady.passed) {
       if (!wide) wide.emplace(g, inputs, reference, bounds);
       std::string why;
-      kind = wide->explains(i, outputs[i], (*floors)[i], why) ? Verdict::Kind::WideIntermediate : Verdict::Kind::Mismatch;
+      kind = wide->explains(i, outputs[i], floor, why) ? Verdict::Kind::WideIntermediate : Verdict::Kind::Mismatch;
       v.detail += "; " + why;
     }
     v.detail += "\n";

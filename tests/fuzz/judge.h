@@ -2,8 +2,10 @@
 // the reference interpreter's (no GPU needed here, so tests can feed made-up outputs).
 // An output passes within its bound, where elements tiny next to the values their op
 // consumed (a cancellation, gelu of a negative number: magnitude.h) are checked
-// absolutely against a floor of that magnitude; failing that, on the elements that one-ulp nudges
-// of the intermediates leave in place ("unstable", nudge.h); failing that, against the
+// absolutely against a floor of that magnitude; failing that, without the elements that
+// nudges of the intermediates by their ulp errors flip (a NaN, a boolean) or move at
+// least as far as the GPU's value is off ("unstable", nudge.h); the elements set aside
+// count as matching, so the rel-L2 stays over the output's whole norm; failing that, against the
 // wide reference ("wide intermediate", wide_reference.h) when the per-op reference
 // itself is past the bound from the wide one (an f16 / bf16 intermediate overflowed
 // or lost its precision per op): the GPU must match the wide reference on the whole

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "ir/interpreter.h"
+#include "ir/ops.h"
 
 namespace kiln::fuzz {
 
@@ -23,10 +24,14 @@ public:
       const ir::OpCategory c = ir::op_info(n->op).category;
       if (!is_float(r->type.dtype) || c == ir::OpCategory::Source || c == ir::OpCategory::View) continue;
       out_.add_output(r);
-      order_.push_back({n->result, false});
+      order_.push_back({n->result, Kind::Value});
       if (Value* m = magnitude(*n, operands)) {
         out_.add_output(m);
-        order_.push_back({n->result, true});
+        order_.push_back({n->result, Kind::Magnitude});
+      }
+      if (Value* o = squares_overflow(*n, operands)) {
+        out_.add_output(o);
+        order_.push_back({n->result, Kind::OutOfRange});
       }
     }
   }
@@ -34,8 +39,12 @@ public:
   Intermediates evaluate(const std::vector<HostTensor>& inputs) const {
     std::vector<HostTensor> got = ir::evaluate(out_, inputs);
     Intermediates r;
-    for (size_t i = 0; i < order_.size(); ++i)
-      (order_[i].second ? r.magnitudes : r.values)[order_[i].first] = std::move(got[i]);
+    for (size_t i = 0; i < order_.size(); ++i) {
+      auto& into = order_[i].second == Kind::Value       ? r.values
+                   : order_[i].second == Kind::Magnitude ? r.magnitudes
+                                                         : r.out_of_range;
+      into[order_[i].first] = std::move(got[i]);
+    }
     return r;
   }
 
@@ -50,6 +59,50 @@ private:
     const TensorType t{DType::f32, shape};
     if (m->type.numel() == t.numel()) return out_.add(OpKind::Reshape, {m}, {}, t);
     return out_.add(OpKind::Broadcast, {m}, {}, t);
+  }
+
+  // A per-axis weight [N] of a rank-r value normalised along `axis`, as [N,1,...,1].
+  Value* along_axis(Value* w, int axis, int rank) {
+    if (axis == rank - 1) return w;
+    Shape shape(static_cast<size_t>(rank - axis), 1);
+    shape[0] = w->type.shape[0];
+    return out_.add(OpKind::Reshape, {w}, {}, TensorType{w->type.dtype, shape});
+  }
+
+  // layer_norm subtracts the mean, then scales by rsqrt(var + eps) and w and adds b: x -
+  // mean is known to a unit of the row's largest |x|, so the result to that unit times
+  // rsqrt(var + eps) |w|, or to a unit of |b| where the bias cancels the rest.
+  Value* layer_norm_magnitude(const ir::Node& n, const std::vector<Value*>& in) {
+    const int rank = n.result->type.rank(), axis = ir::single_axis(n.attrs, rank);
+    ir::Attrs over;
+    over.set("axis", std::vector<int64_t>{axis});
+    over.set("keepdim", true);
+    Value* x = f32(in[0]);
+    Value* largest = out_.add(OpKind::ReduceMax, {abs(x)}, over);
+    Value* var = out_.add(OpKind::ReduceVar, {x}, over);
+    Value* eps = out_.constant(n.attrs.get_float("eps"), DType::f32);
+    Value* inverse = out_.add(OpKind::Rsqrt, {out_.add(OpKind::Add, {var, eps})});
+    Value* scaled = out_.add(OpKind::Mul, {out_.add(OpKind::Mul, {largest, inverse}), along_axis(abs(in[1]), axis, rank)});
+    return out_.add(OpKind::Max, {scaled, along_axis(abs(in[2]), axis, rank)});
+  }
+
+  // var and the norms square their inputs in fp32: past sqrt(FLT_MAX) (1.8e19) the
+  // squares overflow in a kernel where the reference, in double, goes on. Where the
+  // largest |x| over the axes is that large, an i1 true (null for other ops).
+  Value* squares_overflow(const ir::Node& n, const std::vector<Value*>& in) {
+    ir::Attrs over;
+    if (n.op == OpKind::ReduceVar) {
+      over = n.attrs;
+    } else if (n.op == OpKind::LayerNorm || n.op == OpKind::RmsNorm) {
+      over.set("axis", std::vector<int64_t>{ir::single_axis(n.attrs, n.result->type.rank())});
+      over.set("keepdim", true);
+    } else {
+      return nullptr;
+    }
+    Value* largest = out_.add(OpKind::ReduceMax, {abs(in[0])}, over);
+    Value* past = out_.add(OpKind::Gt, {largest, out_.constant(1.8e19, DType::f32)});
+    const TensorType t{DType::i1, n.result->type.shape};
+    return past->type.shape == t.shape ? past : out_.add(OpKind::Broadcast, {past}, {}, t);
   }
 
   Value* magnitude(const ir::Node& n, const std::vector<Value*>& in) {
@@ -75,6 +128,7 @@ private:
         break;
       }
       case OpKind::Matmul: m = out_.add(OpKind::Matmul, {abs(in[0]), abs(in[1])}, n.attrs); break;
+      case OpKind::LayerNorm: m = layer_norm_magnitude(n, in); break;
       case OpKind::Attention: {
         // A mix of V's rows, weighed by probabilities that tensor cores take rounded to
         // the dtype: its error counts in the dtype's units of the largest |v| a column has.
@@ -93,7 +147,8 @@ private:
 
   ir::Graph out_;
   std::unordered_map<const Value*, Value*> map_;
-  std::vector<std::pair<const Value*, bool>> order_;  // each output: whose, and whether its magnitude
+  enum class Kind { Value, Magnitude, OutOfRange };
+  std::vector<std::pair<const Value*, Kind>> order_;  // each output: whose, and what of it
 };
 
 }  // namespace
@@ -113,8 +168,8 @@ Intermediates evaluate_intermediates(const ir::Graph& g, const std::vector<HostT
   return MagnitudeGraph(g).evaluate(inputs);
 }
 
-bool near_zero(double value, const HostTensor* m, size_t e) {
-  if (value == 0) return true;
+bool near_zero(double value, const HostTensor* m, size_t e, double flush) {
+  if (std::fabs(value) < flush) return true;
   if (!m || !std::isfinite(value)) return false;
   const double scale = m->values[e];
   return std::isfinite(scale) && std::fabs(value) <= kFp32Unit * scale;

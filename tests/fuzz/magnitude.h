@@ -1,7 +1,7 @@
 // The magnitude a computed element was made from, where its error follows that and not
 // the element itself. A kernel computes in fp32 registers; where it adds values of
 // opposite signs (add, sub, sum, mean, var, the x - max of log_softmax and logsumexp,
-// matmul, attention's mix of V) or takes 1 + erf(x) with erf(x) near -1 (gelu of a
+// layer_norm's x - mean and its bias, matmul, attention's mix of V) or takes 1 + erf(x) with erf(x) near -1 (gelu of a
 // negative x), it loses
 // digits in proportion to the values it consumed, so a result much smaller than them is
 // known only to about one fp32 unit of their magnitude: gelu(-6) is -5.9e-9 exactly
@@ -19,6 +19,9 @@ namespace kiln::fuzz {
 
 // One fp32 unit in the last place, the precision the kernels compute in.
 inline constexpr double kFp32Unit = 1.0 / (1 << 23);
+// The smallest normal fp32 value, 2^-126: below it a kernel's exp, reciprocal or
+// product may flush to zero (either sign) where the reference keeps a subnormal.
+inline constexpr double kFp32MinNormal = 1.1754943508222875e-38;
 // One unit in the last place of a float dtype relative to 1 (2^-fraction bits; 1 for
 // integers and booleans).
 double dtype_unit(DType t);
@@ -26,19 +29,24 @@ double dtype_unit(DType t);
 // Every computed float value of g on `inputs` and, for the ops above, the magnitude
 // each element was made from (f32, of the value's shape): |x| for gelu, max(|a|, |b|)
 // for add and sub, the sum or mean of |x| for sum and mean, the mean of x^2 for var,
-// the max of |x| over the axes for log_softmax and logsumexp, |a| @ |b| for matmul, and
+// the max of |x| over the axes for log_softmax and logsumexp, |a| @ |b| for matmul,
+// max(max |x| over the axis x rsqrt(var + eps) x |w|, |b|) for layer_norm, and
 // for attention the max of |v| over the keys, in units of its dtype (its probabilities
 // multiply V rounded to it).
+// For var, layer_norm and rms_norm, also where their fp32 squares overflow
+// (out_of_range, i1): the kernel cannot compute those elements as the reference does.
 struct Intermediates {
   std::unordered_map<const ir::Value*, HostTensor> values;
-  std::unordered_map<const ir::Value*, HostTensor> magnitudes;  // only the ops above
+  std::unordered_map<const ir::Value*, HostTensor> magnitudes;    // only the ops above
+  std::unordered_map<const ir::Value*, HostTensor> out_of_range;  // var and the norms
 };
 Intermediates evaluate_intermediates(const ir::Graph& g, const std::vector<HostTensor>& inputs);
 
 // Whether an element of `value` (magnitude `m`, null for none) is within one fp32 unit of
-// its magnitude of zero, or is zero itself: its sign, and whether it is zero at all,
-// depend on roundings.
-bool near_zero(double value, const HostTensor* m, size_t e);
+// its magnitude of zero, or below fp32's normal range (zero itself, or a subnormal that a
+// kernel may flush; `flush`, for an op that multiplies such a value by a larger one):
+// its sign, and whether it is zero at all, depend on roundings.
+bool near_zero(double value, const HostTensor* m, size_t e, double flush = kFp32MinNormal);
 
 // Per output of g and element, the absolute error it may have: its bound (the rel-L2
 // bound of the output, bounds[i]) counted in units of its dtype, applied as fp32 units

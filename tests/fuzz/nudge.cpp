@@ -1,5 +1,6 @@
 #include "tests/fuzz/nudge.h"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <random>
@@ -28,45 +29,160 @@ double rms(const HostTensor& t) {
   return n ? std::sqrt(sum / static_cast<double>(n)) : 0.0;
 }
 
-// Where the reference's value is near zero (magnitude.h), its nudge is a value drawn
-// from +0, -0 and one fp32 unit of its magnitude either way; nullopt where none is.
-std::optional<std::pair<HostTensor, HostTensor>> snaps(const ir::Value& v, const Intermediates& at,
-                                                       std::mt19937_64& rng) {
+// The elements an op folds into each of its results: a sum of n terms in fp32, in
+// whatever order a kernel takes them, is off from the exact sum by up to about log2(n)
+// roundings of the terms' magnitude (pairwise summation's bound).
+double reduced_terms(const ir::Node& n) {
+  const TensorType& in = n.operands[0]->type;
+  switch (n.op) {
+    case ir::OpKind::ReduceSum:
+    case ir::OpKind::ReduceMean:
+    case ir::OpKind::ReduceVar: return static_cast<double>(in.numel()) / static_cast<double>(n.result->type.numel());
+    case ir::OpKind::Matmul: return static_cast<double>(in.shape[in.rank() - (n.attrs.get_bool("transpose_a") ? 2 : 1)]);
+    default: return 1;
+  }
+}
+
+// The fp32 units of its magnitude an op's absolute shift moves a value by: log2(terms).
+double shift_units(const ir::Node& n) { return std::max(1.0, std::ceil(std::log2(reduced_terms(n)))); }
+
+// Below what a result counts as flushable: silu is x sigmoid(x), and sigmoid(x) flushes
+// below 2^-126 at x < -87, so silu's result may be lost up to 128 times that; others
+// flush below 2^-126.
+double flush_below(const ir::Node& n) { return n.op == ir::OpKind::Silu ? 128 * kFp32MinNormal : kFp32MinNormal; }
+
+// Where the reference's value is near zero (magnitude.h), its nudge is one of +0, -0 and
+// one fp32 unit of its magnitude either way (`to`), taken where the nudged value is still
+// within that unit of zero (`within`; so a value that nudges upstream moved off zero
+// keeps that move); nullopt where none is. Which one follows the try's pattern
+// (nudge.h): the sign a GPU gives such a value is anyone's, so the first four tries take
+// each of the four for certain rather than by chance.
+struct Snap {
+  HostTensor mask, to, within;
+};
+
+std::optional<Snap> snaps(const ir::Node& n, const Intermediates& at, int pattern, std::mt19937_64& rng) {
+  const ir::Value& v = *n.result;
   auto value = at.values.find(&v);
   if (value == at.values.end()) return std::nullopt;
   auto m = at.magnitudes.find(&v);
   const HostTensor* magnitude = m == at.magnitudes.end() ? nullptr : &m->second;
-  const size_t n = value->second.values.size();
-  std::vector<double> mask(n, 0.0), to(n, 0.0);
+  const double flush = flush_below(n);
+  const size_t count = value->second.values.size();
+  std::vector<double> mask(count, 0.0), to(count, 0.0), within(count, 0.0);
   bool any = false;
-  for (size_t e = 0; e < n; ++e) {
-    if (!near_zero(value->second.values[e], magnitude, e)) continue;
+  for (size_t e = 0; e < count; ++e) {
+    const double was = value->second.values[e];
+    if (!near_zero(was, magnitude, e, flush)) continue;
     any = true;
     mask[e] = 1;
     const double away = magnitude ? kFp32Unit * magnitude->values[e] : 0.0;
-    const uint64_t pick = rng() % 4;
-    to[e] = pick == 0 ? 0.0 : pick == 1 ? -0.0 : pick == 2 ? away : -away;
+    within[e] = std::max((shift_units(n) + 1) * away, flush);
+    const double flipped = std::signbit(was) ? 1.0 : -1.0;  // the other sign
+    const double own = std::signbit(was) ? -1.0 : 1.0;
+    switch (pattern) {
+      case 0: to[e] = std::copysign(0.0, flipped); break;
+      case 1: to[e] = away > 0 ? flipped * away : std::copysign(0.0, flipped); break;
+      case 2: to[e] = std::copysign(0.0, was); break;
+      case 3: to[e] = away > 0 ? own * away : std::copysign(0.0, flipped); break;
+      default: {
+        const uint64_t pick = rng() % 4;
+        to[e] = pick == 0 ? 0.0 : pick == 1 ? -0.0 : pick == 2 ? away : -away;
+      }
+    }
   }
   if (!any) return std::nullopt;
-  return std::make_pair(HostTensor({DType::i1, v.type.shape}, std::move(mask)), HostTensor(v.type, std::move(to)));
+  return Snap{HostTensor({DType::i1, v.type.shape}, std::move(mask)), HostTensor(v.type, std::move(to)),
+              HostTensor(v.type, std::move(within))};
 }
 
-// One fp32 unit of each element's magnitude, either way (magnitude.h): what a value made
-// from larger ones is known to; nullopt for an op without a magnitude.
-std::optional<HostTensor> absolute_shift(const ir::Value& v, const Intermediates& at, std::mt19937_64& rng) {
-  auto m = at.magnitudes.find(&v);
+// Whether a cast of an element gives its source back exactly: a widening of a float
+// (f16, bf16 or fp8 to f32; fp8 to f16 or bf16), or an integer or boolean whose result
+// (`value`) is within the integers the float holds exactly (2^(fraction bits + 1)).
+// Such an element is not nudged: an exponent of 2 must stay 2, or pow of a negative
+// base turns NaN in every try and hides what the graph does hang on.
+bool exact_cast(const ir::Node& n, double value) {
+  if (n.op != ir::OpKind::Cast) return false;
+  const DType from = n.operands[0]->type.dtype, to = n.result->type.dtype;
+  if (!is_float(from)) return std::fabs(value) <= 2.0 / dtype_unit(to);
+  if (to == DType::f32) return true;
+  return (from == DType::f8e4m3 || from == DType::f8e5m2) && (to == DType::f16 || to == DType::bf16);
+}
+
+// Ops whose result is one of their operands' values, or its negation: nothing rounds.
+bool copies_a_value(ir::OpKind op) {
+  switch (op) {
+    case ir::OpKind::Neg:
+    case ir::OpKind::Abs:
+    case ir::OpKind::Relu:
+    case ir::OpKind::Max:
+    case ir::OpKind::Min:
+    case ir::OpKind::Select:
+    case ir::OpKind::ReduceMax:
+    case ir::OpKind::ReduceMin: return true;
+    default: return false;
+  }
+}
+
+// +1 or -1: every value up in pattern 0, down in pattern 1, each its own way after.
+double sign_for(int pattern, std::mt19937_64& rng) {
+  if (pattern == 0) return 1.0;
+  if (pattern == 1) return -1.0;
+  return rng() % 2 ? 1.0 : -1.0;
+}
+
+// Units in the last place an fp32 result of `op` may be off by on the GPU: CUDA's
+// table of maximum errors gives 2 for expf, exp2f, rsqrtf and tanhf, 4 for powf and
+// erfcf; a sigmoid (an exp and a division) and the composites built on exp or rsqrt take
+// 2. Other ops round once (half a unit; a unit is their nudge).
+double fp32_ulps(ir::OpKind op) {
+  switch (op) {
+    case ir::OpKind::Pow:
+    case ir::OpKind::Gelu: return 4;
+    case ir::OpKind::Exp:
+    case ir::OpKind::Exp2:
+    case ir::OpKind::Rsqrt:
+    case ir::OpKind::Tanh:
+    case ir::OpKind::Sigmoid:
+    case ir::OpKind::Silu:
+    case ir::OpKind::Softmax:
+    case ir::OpKind::LogSoftmax:
+    case ir::OpKind::ReduceLogSumExp:
+    case ir::OpKind::LayerNorm:
+    case ir::OpKind::RmsNorm:
+    case ir::OpKind::Attention: return 2;
+    default: return 1;
+  }
+}
+
+// About log2(terms) fp32 units (at least one) of each element's magnitude, either way
+// (magnitude.h): what a value made from larger ones is known to; nullopt for an op
+// without a magnitude.
+std::optional<HostTensor> absolute_shift(const ir::Node& n, const Intermediates& at, int pattern,
+                                         std::mt19937_64& rng) {
+  auto m = at.magnitudes.find(n.result);
   if (m == at.magnitudes.end()) return std::nullopt;
+  const double units = shift_units(n);
   std::vector<double> by(m->second.values.size());
   for (size_t e = 0; e < by.size(); ++e) {
     const double scale = m->second.values[e];
-    by[e] = std::isfinite(scale) ? (rng() % 2 ? 1.0 : -1.0) * kFp32Unit * scale : 0.0;
+    by[e] = std::isfinite(scale) ? sign_for(pattern, rng) * units * kFp32Unit * scale : 0.0;
   }
-  return HostTensor(v.type, std::move(by));
+  return HostTensor(n.result->type, std::move(by));
+}
+
+// The elements of `v` whose fp32 squares overflow (magnitude.h); null where none do.
+const HostTensor* out_of_range(const ir::Value& v, const Intermediates& at) {
+  auto o = at.out_of_range.find(&v);
+  if (o == at.out_of_range.end()) return nullptr;
+  for (double b : o->second.values)
+    if (b != 0) return &o->second;
+  return nullptr;
 }
 
 }  // namespace
 
-Nudged nudged(const ir::Graph& g, uint64_t seed, const Intermediates* at) {
+Nudged nudged(const ir::Graph& g, uint64_t seed, const Intermediates* at, int pattern) {
   std::mt19937_64 rng(seed);
   Nudged out{ir::Graph(g.name()), {}};
   std::unordered_map<const ir::Value*, ir::Value*> map;
@@ -77,23 +193,45 @@ Nudged nudged(const ir::Graph& g, uint64_t seed, const Intermediates* at) {
     ir::Value* r = out.graph.add(n->op, operands, n->attrs, n->result->type);
     if (rounds(*n)) {
       const TensorType& t = n->result->type;
-      const double step = dtype_unit(t.dtype);
+      const double step =
+          copies_a_value(n->op) ? 0.0 : dtype_unit(t.dtype) * (t.dtype == DType::f32 ? fp32_ulps(n->op) : 1.0);
       std::vector<double> f(static_cast<size_t>(t.numel()));
-      for (double& x : f) x = 1.0 + (rng() % 2 ? step : -step);
+      const HostTensor* was = nullptr;  // the cast's results in the reference, to tell exact ones
+      if (at && n->op == ir::OpKind::Cast)
+        if (auto v = at->values.find(n->result); v != at->values.end()) was = &v->second;
+      for (size_t e = 0; e < f.size(); ++e) {
+        f[e] = 1.0 + sign_for(pattern, rng) * step;
+        const bool widens = n->op == ir::OpKind::Cast && is_float(n->operands[0]->type.dtype) && exact_cast(*n, 0.0);
+        if (widens || (was && exact_cast(*n, was->values[e]))) f[e] = 1.0;
+      }
       ir::Value* factor = out.graph.add_input("nudge" + std::to_string(out.factors.size()), t);
       out.factors.emplace_back(t, std::move(f));
       r = out.graph.add(ir::OpKind::Mul, {r, factor});
-      if (auto shift = at ? absolute_shift(*n->result, *at, rng) : std::nullopt) {
+      if (auto shift = at ? absolute_shift(*n, *at, pattern, rng) : std::nullopt) {
         ir::Value* by = out.graph.add_input("nudge" + std::to_string(out.factors.size()), t);
         out.factors.push_back(std::move(*shift));
         r = out.graph.add(ir::OpKind::Add, {r, by});
       }
-      if (auto snap = at ? snaps(*n->result, *at, rng) : std::nullopt) {
-        ir::Value* mask = out.graph.add_input("nudge" + std::to_string(out.factors.size()), snap->first.type);
-        out.factors.push_back(std::move(snap->first));
-        ir::Value* to = out.graph.add_input("nudge" + std::to_string(out.factors.size()), t);
-        out.factors.push_back(std::move(snap->second));
-        r = out.graph.add(ir::OpKind::Select, {mask, to, r});
+      // Where the kernel's fp32 squares overflow, nothing the reference says holds: NaN
+      // marks those elements, and every element made from them flips.
+      if (const HostTensor* past = at ? out_of_range(*n->result, *at) : nullptr) {
+        ir::Value* mask = out.graph.add_input("nudge" + std::to_string(out.factors.size()), past->type);
+        out.factors.push_back(*past);
+        ir::Value* nan = out.graph.add_input("nudge" + std::to_string(out.factors.size()), t);
+        out.factors.emplace_back(t, std::vector<double>(static_cast<size_t>(t.numel()), NAN));
+        r = out.graph.add(ir::OpKind::Select, {mask, nan, r});
+      }
+      if (auto snap = at ? snaps(*n, *at, pattern, rng) : std::nullopt) {
+        auto extra = [&](HostTensor t) {
+          ir::Value* v = out.graph.add_input("nudge" + std::to_string(out.factors.size()), t.type);
+          out.factors.push_back(std::move(t));
+          return v;
+        };
+        ir::Value* mask = extra(std::move(snap->mask));
+        ir::Value* to = extra(std::move(snap->to));
+        ir::Value* within = extra(std::move(snap->within));
+        ir::Value* still_near = out.graph.add(ir::OpKind::Le, {out.graph.add(ir::OpKind::Abs, {r}), within});
+        r = out.graph.add(ir::OpKind::Select, {mask, out.graph.add(ir::OpKind::Select, {still_near, to, r}), r});
       }
     }
     map[n->result] = r;
@@ -102,19 +240,18 @@ Nudged nudged(const ir::Graph& g, uint64_t seed, const Intermediates* at) {
   return out;
 }
 
-std::vector<std::vector<bool>> stable_elements(const ir::Graph& g, const std::vector<HostTensor>& inputs,
-                                               const std::vector<HostTensor>& reference,
-                                               const std::vector<double>& bounds, int tries) {
+Sensitivity sensitivity(const ir::Graph& g, const std::vector<HostTensor>& inputs,
+                        const std::vector<HostTensor>& reference, const std::vector<double>& bounds, int tries) {
   const Intermediates at = evaluate_intermediates(g, inputs);
-  const std::vector<std::vector<double>> floors = absolute_floors(g, at, bounds);
-  std::vector<std::vector<bool>> stable;
-  std::vector<double> scale;
+  Sensitivity s;
+  s.floors = absolute_floors(g, at, bounds);
   for (const HostTensor& r : reference) {
-    stable.emplace_back(r.values.size(), true);
-    scale.push_back(rms(r));
+    s.flips.emplace_back(r.values.size(), false);
+    s.spread.emplace_back(r.values.size(), 0.0);
+    s.scale.push_back(rms(r));
   }
   for (int t = 0; t < tries; ++t) {
-    const Nudged n = nudged(g, 0x9e3779b97f4a7c15ull * (t + 1), &at);
+    const Nudged n = nudged(g, 0x9e3779b97f4a7c15ull * (t + 1), &at, t);
     std::vector<HostTensor> all = inputs;
     all.insert(all.end(), n.factors.begin(), n.factors.end());
     const std::vector<HostTensor> moved = ir::evaluate(n.graph, all);
@@ -122,13 +259,28 @@ std::vector<std::vector<bool>> stable_elements(const ir::Graph& g, const std::ve
       const bool exact = !is_float(reference[i].type.dtype);
       for (size_t e = 0; e < reference[i].values.size(); ++e) {
         const double a = reference[i].values[e], b = moved[i].values[e];
-        bool same;
-        if (!std::isfinite(a) || !std::isfinite(b)) same = (std::isnan(a) && std::isnan(b)) || a == b;
-        else if (exact) same = a == b;
-        else same = std::fabs(a - b) <= bounds[i] * scale[i] + floors[i][e];
-        if (!same) stable[i][e] = false;
+        if (!std::isfinite(a) || !std::isfinite(b)) {
+          if (!((std::isnan(a) && std::isnan(b)) || a == b)) s.flips[i][e] = true;
+        } else if (exact) {
+          if (a != b) s.flips[i][e] = true;
+        } else {
+          s.spread[i][e] = std::max(s.spread[i][e], std::fabs(a - b));
+        }
       }
     }
+  }
+  return s;
+}
+
+std::vector<std::vector<bool>> stable_elements(const ir::Graph& g, const std::vector<HostTensor>& inputs,
+                                               const std::vector<HostTensor>& reference,
+                                               const std::vector<double>& bounds, int tries) {
+  const Sensitivity s = sensitivity(g, inputs, reference, bounds, tries);
+  std::vector<std::vector<bool>> stable;
+  for (size_t i = 0; i < reference.size(); ++i) {
+    stable.emplace_back(reference[i].values.size(), true);
+    for (size_t e = 0; e < stable[i].size(); ++e)
+      stable[i][e] = !s.flips[i][e] && s.spread[i][e] <= bounds[i] * s.scale[i] + s.floors[i][e];
   }
   return stable;
 }

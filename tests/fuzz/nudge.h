@@ -17,25 +17,48 @@ namespace kiln::fuzz {
 
 struct Intermediates;
 
-// `g` with each computed float value v (not inputs, constants, iotas or views) replaced
-// by v * n, n an extra input of v's type whose elements are 1 + s * 2^-f (f the dtype's
-// fraction bits, exact in it), the sign s drawn per element from `seed`: a mean of values
-// of both signs moves too, as it would under independent roundings. Given the reference's
-// intermediates `at`, a value whose op has a magnitude (magnitude.h) also moves by one
-// fp32 unit of it either way (an extra input added), and an element that is zero or near
-// zero is replaced by +0, -0 or that unit either way (extra inputs: a mask and the
-// values), as its sign and whether it is zero at all hang on roundings.
+// `g` with each computed float value v (not inputs, constants, iotas or views; not the
+// results of neg, abs, relu, max, min, select and exact casts, which round nothing)
+// replaced by v * n, n an extra input of v's type whose elements are 1 + s * u * 2^-f (f the
+// dtype's fraction bits, exact in it; u the units of error the GPU's op may make in
+// fp32, 2 for exp or rsqrt, 4 for pow: CUDA's table of maximum ulp errors; 1 for f16 and
+// bf16, whose rounding dwarfs it), the sign s drawn per element from `seed`: a mean of
+// values of both signs moves too, as it would under independent roundings. Given the
+// reference's intermediates `at`, a value whose op has a magnitude (magnitude.h) also
+// moves by about log2(terms) fp32 units of it either way (an extra input added; terms:
+// the elements a sum folds into each result, 1 for other ops), and an element that is
+// zero or near zero is replaced by +0, -0 or one unit of its magnitude either way where
+// the nudged value is still within that unit of zero (extra inputs: a mask, the values
+// and the units), as its sign and whether it is zero at all hang on roundings. `pattern`
+// picks the signs: 0 moves every value up and every near-zero one to the zero of the
+// other sign, 1 every value down and every near-zero one a unit the other way, 2 random
+// signs and near-zero values to the zero of their own sign, 3 random signs and a unit
+// their own way, 4 and up random throughout. Where a var or a norm squares values past
+// fp32's range (magnitude.h), its elements become NaN in every try.
 struct Nudged {
   ir::Graph graph;                  // g's inputs, then the extra inputs of the nudges
   std::vector<HostTensor> factors;  // the values of those extra inputs
 };
-Nudged nudged(const ir::Graph& g, uint64_t seed, const Intermediates* at = nullptr);
+Nudged nudged(const ir::Graph& g, uint64_t seed, const Intermediates* at = nullptr, int pattern = 4);
 
-// stable[i][e]: whether element e of output i stays within `bounds[i]` (relative to the
-// output's RMS, plus its absolute floor: magnitude.h), in the same class of NaN / Inf,
-// the same integer or boolean, under each of `tries` nudges (with the near-zero ones).
+// What the nudges do to each element e of each output i, over `tries` of them, try t
+// taking pattern t: flips[i][e], whether one changed its class of NaN / Inf, its
+// integer or its boolean; spread[i][e], the farthest one moved a finite float from the
+// reference. scale[i] is the output's RMS and floors[i][e] its absolute floor
+// (magnitude.h).
+struct Sensitivity {
+  std::vector<std::vector<bool>> flips;
+  std::vector<std::vector<double>> spread;
+  std::vector<double> scale;
+  std::vector<std::vector<double>> floors;
+};
+Sensitivity sensitivity(const ir::Graph& g, const std::vector<HostTensor>& inputs,
+                        const std::vector<HostTensor>& reference, const std::vector<double>& bounds, int tries = 5);
+
+// stable[i][e]: whether element e of output i neither flips nor moves past `bounds[i]`
+// (relative to the output's RMS, plus its absolute floor) under the nudges.
 std::vector<std::vector<bool>> stable_elements(const ir::Graph& g, const std::vector<HostTensor>& inputs,
                                                const std::vector<HostTensor>& reference,
-                                               const std::vector<double>& bounds, int tries = 3);
+                                               const std::vector<double>& bounds, int tries = 5);
 
 }  // namespace kiln::fuzz

@@ -21,6 +21,7 @@ struct Verdict {
   };
   Kind kind = Kind::Pass;
   std::string detail;
+  bool settled_plainly = true;  // every output passed the plain comparison with the reference
 };
 std::string_view verdict_name(Verdict::Kind k);
 
