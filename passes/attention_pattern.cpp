@@ -105,6 +105,17 @@ bool reaches_matmul(const Value* v, const Shape& shape) {
   return false;
 }
 
+// A q or k widened from f16 / bf16 to f32 before the first matmul: the kernel reads the
+// narrow value and multiplies it in fp32 all the same. The cast joins `nodes`.
+const Value* before_widening(const Value* v, std::set<const Node*>& nodes) {
+  const Node* c = producer(v, OpKind::Cast);
+  if (!c || v->type.dtype != DType::f32) return v;
+  const DType from = c->operands[0]->type.dtype;
+  if (from != DType::f16 && from != DType::bf16) return v;
+  nodes.insert(c);
+  return c->operands[0];
+}
+
 // The views from a matmul operand down to the tensor it reads.
 void operand_views(const Value* v, std::set<const Node*>& nodes) {
   while (v->producer && is_view(*v->producer)) {
@@ -154,8 +165,10 @@ std::optional<AttentionPattern> match_attention(const Node& pv) {
     return std::nullopt;
   p.qk = qk;
   p.nodes.insert(qk);
-  operand_views(qk->operands[0], p.nodes);
-  operand_views(qk->operands[1], p.nodes);
+  p.q = before_widening(qk->operands[0], p.nodes);
+  p.k = before_widening(qk->operands[1], p.nodes);
+  operand_views(p.q, p.nodes);
+  operand_views(p.k, p.nodes);
   operand_views(pv.operands[1], p.nodes);
   return p;
 }

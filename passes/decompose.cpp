@@ -103,13 +103,23 @@ Value* rms_norm(Builder& b, const ir::Node& n, const std::vector<Value*>& in) {
   return b.op(OpKind::Mul, {normed, along_axis(b, w, axis, rank)});
 }
 
-// softmax(q k^T * scale [masked above the diagonal]) v
+// x as f32 (itself when it is f32 already).
+Value* widened(Builder& b, Value* x) {
+  if (x->type.dtype == DType::f32) return x;
+  return b.typed(OpKind::Cast, {x}, {}, TensorType{DType::f32, x->type.shape});
+}
+
+// softmax(q k^T * scale [masked above the diagonal]) v. The scores and their softmax are
+// f32, as attention defines them and a flash kernel holds them (products of f16 or bf16
+// values are exact in f32; an f16 q k^T would overflow past 65504); the probabilities
+// meet v rounded to its dtype, as tensor cores take them.
 Value* attention(Builder& b, const ir::Node& n) {
   Value *q = n.operands[0], *k = n.operands[1], *v = n.operands[2];
-  DType dt = q->type.dtype;
+  const DType dt = DType::f32;
   Attrs qk;
   qk.set("transpose_b", true);
-  Value* scores = b.op(OpKind::Mul, {b.op(OpKind::Matmul, {q, k}, qk), b.constant(n.attrs.get_float("scale"), dt)});
+  Value* product = b.op(OpKind::Matmul, {widened(b, q), widened(b, k)}, qk);
+  Value* scores = b.op(OpKind::Mul, {product, b.constant(n.attrs.get_float("scale"), dt)});
   int rank = scores->type.rank();
   if (n.attrs.get_bool("causal")) {
     // Query i sees keys j <= i: mask where column > row, counted from the top left.
@@ -121,7 +131,9 @@ Value* attention(Builder& b, const ir::Node& n) {
     Value* minus_inf = b.constant(-std::numeric_limits<double>::infinity(), dt);
     scores = b.op(OpKind::Select, {above, minus_inf, scores});
   }
-  return b.op(OpKind::Matmul, {softmax(b, scores, rank - 1), v});
+  Value* p = softmax(b, scores, rank - 1);
+  if (v->type.dtype != dt) p = b.typed(OpKind::Cast, {p}, {}, TensorType{v->type.dtype, p->type.shape});
+  return b.op(OpKind::Matmul, {p, v});
 }
 
 // The composite over operands `in` (the node's own, or their f32 casts).

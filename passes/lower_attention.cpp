@@ -207,10 +207,10 @@ ir::Kernel build_attention(const std::string& name, const AttentionPattern& p,
     k.args.push_back(std::move(arg));
     return static_cast<int>(k.args.size()) - 1;
   };
-  a.q = add_operand("q", p.qk->operands[0], false);
-  a.k = add_operand("k", p.qk->operands[1], !p.qk->attrs.get_bool("transpose_b"));
+  a.q = add_operand("q", p.q, false);
+  a.k = add_operand("k", p.k, !p.qk->attrs.get_bool("transpose_b"));
   a.v = add_operand("v", p.pv->operands[1], p.pv->attrs.get_bool("transpose_b"));
-  a.d = p.qk->operands[0]->type.shape.back();  // q is [..., Sq, D] (transpose_a is false)
+  a.d = p.q->type.shape.back();  // q is [..., Sq, D] (transpose_a is false)
 
   ScalarOp acc;
   acc.kind = ScalarKind::Acc;

@@ -109,7 +109,7 @@ TEST(AttentionCodegen, TheSourceReadsAsFlashAttention) {
   const ir::Kernel k = attention_kernel(test::composite_attention(DType::f16, {{4, 16}, 4096, 4096, 128}, true));
   const std::string cuda = codegen::emit_cuda(k);
   for (const char* part : {"// ---- kernel k0: attention batch [4,16] of 4096 queries x 4096 keys, head dim 128",
-                           "// Fuses:", "= matmul %q, %k", "// Config {", "kiln_copy_async16_zfill(",
+                           "// Fuses:", "= cast %q", "= cast %k", "= matmul %", "// Config {", "kiln_copy_async16_zfill(",
                            "kiln_ldmatrix_x4_trans(", "kiln_mma_f16(", "kiln_exp2(", "kiln_pack2_f16(",
                            "kiln_copy_async_wait_group<1>", "Online softmax", "kiln_store16(",
                            "min(4096, q0 + ", "gridDim.x - 1 - blockIdx.x"})

@@ -186,14 +186,26 @@ TEST(Decompose, HalfPrecisionStaysInItsDtypeWithoutCasts) {
 }
 
 TEST(Decompose, NonCausalAttentionIsMatmulScaleSoftmaxMatmul) {
+  // The scores and their softmax in f32 (q and k widened first), the probabilities
+  // rounded to v's dtype for the second product.
   TensorType t{DType::bf16, {4, 8}};
   ir::Graph g = composite(OpKind::Attention, {t, t, t}, attrs({{"scale", 0.5}}));
   decompose(g);
-  EXPECT_EQ(ops_of(g), (std::vector<OpKind>{OpKind::Matmul, OpKind::Const, OpKind::Mul, OpKind::ReduceMax,
-                                            OpKind::Sub, OpKind::Exp, OpKind::ReduceSum, OpKind::Div,
-                                            OpKind::Matmul}));
-  EXPECT_TRUE(g.nodes().front()->attrs.get_bool("transpose_b"));
+  EXPECT_EQ(ops_of(g), (std::vector<OpKind>{OpKind::Cast, OpKind::Cast, OpKind::Matmul, OpKind::Const, OpKind::Mul,
+                                            OpKind::ReduceMax, OpKind::Sub, OpKind::Exp, OpKind::ReduceSum,
+                                            OpKind::Div, OpKind::Cast, OpKind::Matmul}));
+  const ir::Node* qk = g.nodes()[2];
+  EXPECT_TRUE(qk->attrs.get_bool("transpose_b"));
+  EXPECT_EQ(qk->result->type, (TensorType{DType::f32, {4, 4}}));
+  EXPECT_EQ(g.outputs()[0]->type, t);
   EXPECT_EQ(g.outputs()[0]->name, "y");
+}
+
+TEST(Decompose, F32AttentionNeedsNoCasts) {
+  TensorType t{DType::f32, {4, 8}};
+  ir::Graph g = composite(OpKind::Attention, {t, t, t}, attrs({{"scale", 0.5}}));
+  decompose(g);
+  for (const ir::Node* n : g.nodes()) EXPECT_NE(n->op, OpKind::Cast);
 }
 
 TEST(Decompose, PrimitivesTakeThePlaceOfTheComposite) {
