@@ -85,7 +85,7 @@ std::optional<Snap> snaps(const ir::Node& n, const Intermediates& at, int patter
       case 1: to[e] = away > 0 ? flipped * away : std::copysign(0.0, flipped); break;
       case 2: to[e] = std::copysign(0.0, was); break;
       case 3: to[e] = away > 0 ? own * away : std::copysign(0.0, flipped); break;
-      default: {
+      default: {  // patterns 4 and up
         const uint64_t pick = rng() % 4;
         to[e] = pick == 0 ? 0.0 : pick == 1 ? -0.0 : pick == 2 ? away : -away;
       }
@@ -124,10 +124,15 @@ bool copies_a_value(ir::OpKind op) {
   }
 }
 
-// +1 or -1: every value up in pattern 0, down in pattern 1, each its own way after.
-double sign_for(int pattern, std::mt19937_64& rng) {
-  if (pattern == 0) return 1.0;
-  if (pattern == 1) return -1.0;
+// +1, -1 or 0 for element e: in pattern 0 up at even elements and down at odd ones, in
+// pattern 1 the other way round (so each element goes both ways for certain, and a row
+// does not move all one way, which a normalisation would not see); 0 in patterns 2 and
+// 3, which only snap near-zero values (a value snapped to 0 whose result is then moved
+// off an integer would hide what the snap alone does); random after.
+double sign_for(int pattern, size_t e, std::mt19937_64& rng) {
+  if (pattern == 0) return e % 2 ? -1.0 : 1.0;
+  if (pattern == 1) return e % 2 ? 1.0 : -1.0;
+  if (pattern == 2 || pattern == 3) return 0.0;
   return rng() % 2 ? 1.0 : -1.0;
 }
 
@@ -166,7 +171,7 @@ std::optional<HostTensor> absolute_shift(const ir::Node& n, const Intermediates&
   std::vector<double> by(m->second.values.size());
   for (size_t e = 0; e < by.size(); ++e) {
     const double scale = m->second.values[e];
-    by[e] = std::isfinite(scale) ? sign_for(pattern, rng) * units * kFp32Unit * scale : 0.0;
+    by[e] = std::isfinite(scale) ? sign_for(pattern, e, rng) * units * kFp32Unit * scale : 0.0;
   }
   return HostTensor(n.result->type, std::move(by));
 }
@@ -200,7 +205,7 @@ Nudged nudged(const ir::Graph& g, uint64_t seed, const Intermediates* at, int pa
       if (at && n->op == ir::OpKind::Cast)
         if (auto v = at->values.find(n->result); v != at->values.end()) was = &v->second;
       for (size_t e = 0; e < f.size(); ++e) {
-        f[e] = 1.0 + sign_for(pattern, rng) * step;
+        f[e] = 1.0 + sign_for(pattern, e, rng) * step;
         const bool widens = n->op == ir::OpKind::Cast && is_float(n->operands[0]->type.dtype) && exact_cast(*n, 0.0);
         if (widens || (was && exact_cast(*n, was->values[e]))) f[e] = 1.0;
       }

@@ -30,10 +30,11 @@ struct Intermediates;
 // zero or near zero is replaced by +0, -0 or one unit of its magnitude either way where
 // the nudged value is still within that unit of zero (extra inputs: a mask, the values
 // and the units), as its sign and whether it is zero at all hang on roundings. `pattern`
-// picks the signs: 0 moves every value up and every near-zero one to the zero of the
-// other sign, 1 every value down and every near-zero one a unit the other way, 2 random
-// signs and near-zero values to the zero of their own sign, 3 random signs and a unit
-// their own way, 4 and up random throughout. Where a var or a norm squares values past
+// picks the signs: 0 moves the values of even elements up and odd ones down and every
+// near-zero one to the zero of the other sign, 1 the values the other way round and every
+// near-zero one a unit the other way, 2 and 3 move
+// nothing but near-zero values, to the zero of their own sign (2) and a unit their own
+// way (3), 4 and up random throughout. Where a var or a norm squares values past
 // fp32's range (magnitude.h), its elements become NaN in every try.
 struct Nudged {
   ir::Graph graph;                  // g's inputs, then the extra inputs of the nudges
@@ -53,12 +54,12 @@ struct Sensitivity {
   std::vector<std::vector<double>> floors;
 };
 Sensitivity sensitivity(const ir::Graph& g, const std::vector<HostTensor>& inputs,
-                        const std::vector<HostTensor>& reference, const std::vector<double>& bounds, int tries = 5);
+                        const std::vector<HostTensor>& reference, const std::vector<double>& bounds, int tries = 6);
 
 // stable[i][e]: whether element e of output i neither flips nor moves past `bounds[i]`
 // (relative to the output's RMS, plus its absolute floor) under the nudges.
 std::vector<std::vector<bool>> stable_elements(const ir::Graph& g, const std::vector<HostTensor>& inputs,
                                                const std::vector<HostTensor>& reference,
-                                               const std::vector<double>& bounds, int tries = 5);
+                                               const std::vector<double>& bounds, int tries = 6);
 
 }  // namespace kiln::fuzz

@@ -30,6 +30,14 @@ std::string row_reduction(const std::string& op, const std::string& dt, long row
          " %x {axis = [1], keepdim = true} : " + per_row + "\n  return %r\n}\n";
 }
 
+// Equal element by element, a NaN equal to a NaN.
+bool same_values(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t e = 0; e < a.size(); ++e)
+    if (!(a[e] == b[e] || (std::isnan(a[e]) && std::isnan(b[e])))) return false;
+  return true;
+}
+
 void expect_program_matches(runtime::Program& program, const ir::Graph& g, const std::vector<HostTensor>& inputs) {
   std::vector<HostTensor> want = ir::evaluate(g, inputs);
   std::vector<HostTensor> got = program.run(inputs), again = program.run(inputs);
@@ -37,7 +45,7 @@ void expect_program_matches(runtime::Program& program, const ir::Graph& g, const
   for (size_t i = 0; i < got.size(); ++i) {
     Comparison c = compare(got[i], want[i]);
     EXPECT_TRUE(c.passed) << "output " << i << ": " << c.str() << "\n" << ir::print(program.kernels()[0].kernel);
-    EXPECT_TRUE(got[i].values == again[i].values) << "output " << i << " differs between two runs";
+    EXPECT_TRUE(same_values(got[i].values, again[i].values)) << "output " << i << " differs between two runs";
   }
 }
 

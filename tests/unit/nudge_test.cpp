@@ -54,8 +54,9 @@ TEST(Nudge, FlagsOnlyTheElementsThatHangOnALastBit) {
   for (bool s : stable[0]) EXPECT_TRUE(s);
   for (bool s : stable[1]) EXPECT_TRUE(s);  // exp(x) > x by far: no flip
   // Two roundings of the same exp are equal in the reference, and unequal as soon as a
-  // nudge moves them apart: each element has its own signs, so in three tries about 7 in
-  // 8 elements see the two moved different ways.
+  // nudge moves them apart. The first tries move both the same way (an element's sign
+  // follows its index) and the next two only snap near-zero values; in the last two each
+  // value has its own signs, so about 3 in 4 elements see the two moved different ways.
   ir::Graph twin = ir::parse(R"(func @f(%x: f16[512]) -> (i1[512], f16[512]) {
   %a = exp %x : f16[512]
   %b = exp %x : f16[512]
@@ -69,7 +70,7 @@ TEST(Nudge, FlagsOnlyTheElementsThatHangOnALastBit) {
   auto stable2 = fuzz::stable_elements(twin, in2, want2, {1e-4, 1e-2});
   int unstable = 0;
   for (bool s : stable2[0]) unstable += !s;
-  EXPECT_GT(unstable, 400);
+  EXPECT_GT(unstable, 340);
   for (bool s : stable2[1]) EXPECT_TRUE(s);  // one ulp is far inside f16's bound
 }
 
