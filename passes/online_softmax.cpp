@@ -1,5 +1,5 @@
-// online-softmax: rewrites the two-phase softmax that `decompose` (or a user writing
-// it by hand) builds,
+// online-softmax: rewrites the two-phase softmax along the last axis that `decompose`
+// (or a user writing it by hand) builds,
 //   m = max(x); d = x - m; e = exp(d); s = sum(e); y = e / s        -> y = exp(x - logsumexp(x))
 //   m = max(x); d = x - m; e = exp(d); s = sum(e); y = d - log(s)   -> y = x - logsumexp(x)
 // logsumexp keeps a running max and a rescaled running sum, so a row kernel reads the
@@ -59,6 +59,13 @@ ShiftedSum match_shifted_sum(const Value* s) {
   if (!max || max->operands[0] != shift->operands[0] || !same_reduction(*max, *sum)) return p;
   // The shift must not broadcast x to a larger shape (then x - m is not per element of x).
   if (shift->result->type != shift->operands[0]->type) return p;
+  // Only along the last axis, where one row kernel computes logsumexp and its readers
+  // together and subtracts the max and the log of the sum apart. Over other axes the
+  // logsumexp is a value of its own, rounded to fp32 as max + log(sum): x - lse then
+  // loses |max| * 2^-24 of every exponent (at a max of 2^24 the whole answer), where
+  // x - max is exact.
+  const int rank = max->operands[0]->type.rank();
+  if (ir::reduce_axes(sum->attrs, rank) != std::vector<int>{rank - 1}) return p;
   return ShiftedSum{max, shift, exp, sum, shift->operands[0]};
 }
 
