@@ -29,7 +29,7 @@ public:
         out_.add_output(m);
         order_.push_back({n->result, Kind::Magnitude});
       }
-      if (Value* o = squares_overflow(*n, operands)) {
+      if (Value* o = out_of_range(*n, operands)) {
         out_.add_output(o);
         order_.push_back({n->result, Kind::OutOfRange});
       }
@@ -86,10 +86,24 @@ private:
     return out_.add(OpKind::Max, {scaled, along_axis(abs(in[2]), axis, rank)});
   }
 
-  // var and the norms square their inputs in fp32: past sqrt(FLT_MAX) (1.8e19) the
-  // squares overflow in a kernel where the reference, in double, goes on. Where the
-  // largest |x| over the axes is that large, an i1 true (null for other ops).
-  Value* squares_overflow(const ir::Node& n, const std::vector<Value*>& in) {
+  // Where a kernel cannot follow the reference, an i1 true (null for ops where it can):
+  // var and the norms square their inputs in fp32, and past sqrt(FLT_MAX) (1.8e19) the
+  // squares overflow where the reference, in double, goes on; attention multiplies the
+  // rows of v of the keys a mask hides by a probability of 0 (in its diagonal tile or its
+  // three-kernel form), which an infinite or NaN v turns into NaN where the reference
+  // leaves those keys out.
+  Value* out_of_range(const ir::Node& n, const std::vector<Value*>& in) {
+    if (n.op == OpKind::Attention) {
+      ir::Attrs keys;
+      keys.set("axis", std::vector<int64_t>{-2});
+      keys.set("keepdim", true);
+      // 0 |v| summed over the keys is NaN exactly where a v is infinite or NaN.
+      Value* zeroed = out_.add(OpKind::Mul, {abs(in[2]), out_.constant(0.0, DType::f32)});
+      Value* sum = out_.add(OpKind::ReduceSum, {zeroed}, keys);
+      Value* bad = out_.add(OpKind::Ne, {sum, sum});
+      const TensorType t{DType::i1, n.result->type.shape};
+      return bad->type.shape == t.shape ? bad : out_.add(OpKind::Broadcast, {bad}, {}, t);
+    }
     ir::Attrs over;
     if (n.op == OpKind::ReduceVar) {
       over = n.attrs;

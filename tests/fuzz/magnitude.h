@@ -33,12 +33,14 @@ double dtype_unit(DType t);
 // max(max |x| over the axis x rsqrt(var + eps) x |w|, |b|) for layer_norm, and
 // for attention the max of |v| over the keys, in units of its dtype (its probabilities
 // multiply V rounded to it).
-// For var, layer_norm and rms_norm, also where their fp32 squares overflow
-// (out_of_range, i1): the kernel cannot compute those elements as the reference does.
+// For var, layer_norm and rms_norm, also where their fp32 squares overflow, and for
+// attention where v holds an Inf or NaN (a masked key's 0 times it is NaN in a kernel,
+// left out by the reference): out_of_range, i1, the elements a kernel cannot compute as
+// the reference does.
 struct Intermediates {
   std::unordered_map<const ir::Value*, HostTensor> values;
   std::unordered_map<const ir::Value*, HostTensor> magnitudes;    // only the ops above
-  std::unordered_map<const ir::Value*, HostTensor> out_of_range;  // var and the norms
+  std::unordered_map<const ir::Value*, HostTensor> out_of_range;  // var, norms, attention
 };
 Intermediates evaluate_intermediates(const ir::Graph& g, const std::vector<HostTensor>& inputs);
 

@@ -176,7 +176,8 @@ std::optional<HostTensor> absolute_shift(const ir::Node& n, const Intermediates&
   return HostTensor(n.result->type, std::move(by));
 }
 
-// The elements of `v` whose fp32 squares overflow (magnitude.h); null where none do.
+// The elements of `v` a kernel cannot compute as the reference does (magnitude.h); null
+// where there are none.
 const HostTensor* out_of_range(const ir::Value& v, const Intermediates& at) {
   auto o = at.out_of_range.find(&v);
   if (o == at.out_of_range.end()) return nullptr;
@@ -217,8 +218,8 @@ Nudged nudged(const ir::Graph& g, uint64_t seed, const Intermediates* at, int pa
         out.factors.push_back(std::move(*shift));
         r = out.graph.add(ir::OpKind::Add, {r, by});
       }
-      // Where the kernel's fp32 squares overflow, nothing the reference says holds: NaN
-      // marks those elements, and every element made from them flips.
+      // Where a kernel cannot follow the reference (magnitude.h: out_of_range), NaN marks
+      // those elements, and every element made from them flips.
       if (const HostTensor* past = at ? out_of_range(*n->result, *at) : nullptr) {
         ir::Value* mask = out.graph.add_input("nudge" + std::to_string(out.factors.size()), past->type);
         out.factors.push_back(*past);

@@ -34,8 +34,9 @@ struct Intermediates;
 // near-zero one to the zero of the other sign, 1 the values the other way round and every
 // near-zero one a unit the other way, 2 and 3 move
 // nothing but near-zero values, to the zero of their own sign (2) and a unit their own
-// way (3), 4 and up random throughout. Where a var or a norm squares values past
-// fp32's range (magnitude.h), its elements become NaN in every try.
+// way (3), 4 and up random throughout. Where a kernel cannot follow the reference (a
+// var or a norm squaring values past fp32's range, an attention whose v holds an Inf:
+// magnitude.h), those elements become NaN in every try.
 struct Nudged {
   ir::Graph graph;                  // g's inputs, then the extra inputs of the nudges
   std::vector<HostTensor> factors;  // the values of those extra inputs
