@@ -1,13 +1,16 @@
-// online-softmax: rewrites the two-phase softmax along the last axis that `decompose`
-// (or a user writing it by hand) builds,
+// online-softmax: rewrites the two-phase softmax that `decompose` (or a user writing
+// it by hand) builds,
 //   m = max(x); d = x - m; e = exp(d); s = sum(e); y = e / s        -> y = exp(x - logsumexp(x))
 //   m = max(x); d = x - m; e = exp(d); s = sum(e); y = d - log(s)   -> y = x - logsumexp(x)
 // logsumexp keeps a running max and a rescaled running sum, so a row kernel reads the
 // row once for it instead of once for the max and again for the sum. The rewrite fires
 // only when the intermediates (m, d, e, s, log(s)) have no readers outside the pattern:
-// one that is read elsewhere would have to be computed anyway.
+// one that is read elsewhere would have to be computed anyway. Along axes other than the
+// last it keeps the max and the sum apart (along_last_axis says why) and adds only the
+// rule that an infinite max is the answer itself, so that every softmax means the same.
 #include <algorithm>
 #include <initializer_list>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -59,13 +62,6 @@ ShiftedSum match_shifted_sum(const Value* s) {
   if (!max || max->operands[0] != shift->operands[0] || !same_reduction(*max, *sum)) return p;
   // The shift must not broadcast x to a larger shape (then x - m is not per element of x).
   if (shift->result->type != shift->operands[0]->type) return p;
-  // Only along the last axis, where one row kernel computes logsumexp and its readers
-  // together and subtracts the max and the log of the sum apart. Over other axes the
-  // logsumexp is a value of its own, rounded to fp32 as max + log(sum): x - lse then
-  // loses |max| * 2^-24 of every exponent (at a max of 2^24 the whole answer), where
-  // x - max is exact.
-  const int rank = max->operands[0]->type.rank();
-  if (ir::reduce_axes(sum->attrs, rank) != std::vector<int>{rank - 1}) return p;
   return ShiftedSum{max, shift, exp, sum, shift->operands[0]};
 }
 
@@ -94,6 +90,48 @@ Value* logsumexp(Graph& g, const ShiftedSum& p, Value* x, const std::string& loc
   return g.add(OpKind::ReduceLogSumExp, {x}, attrs, std::nullopt, loc);
 }
 
+// Whether the sum reduces the last axis alone: there one row kernel computes logsumexp
+// and its readers together, and subtracts the max and the log of the sum apart. Over
+// other axes a logsumexp is a value of its own, rounded to fp32 as max + log(sum), and x
+// - lse would lose |max| 2^-24 of every exponent (at a max of 2^24 the whole answer).
+bool along_last_axis(const ShiftedSum& p) {
+  const int rank = p.x->type.rank();
+  return ir::reduce_axes(p.sum->attrs, rank) == std::vector<int>{rank - 1};
+}
+
+// Over other axes: x - max(x) (exact near the max) less log(sum(exp(x - max))), where an
+// infinite max is logsumexp's answer itself as everywhere (the log of the sum then
+// counts for nothing: a +inf beside finite values leaves them -inf, not NaN).
+Value* shifted_less_log_sum(Graph& g, const ShiftedSum& p, Value* x, const std::string& loc) {
+  ir::Attrs over;
+  std::vector<int64_t> axes;
+  for (int a : ir::reduce_axes(p.sum->attrs, x->type.rank())) axes.push_back(a);
+  over.set("axis", std::move(axes));
+  over.set("keepdim", true);
+  Value* m = g.add(OpKind::ReduceMax, {x}, over, std::nullopt, loc);
+  Value* d = g.add(OpKind::Sub, {x, m}, {}, std::nullopt, loc);
+  Value* s = g.add(OpKind::ReduceSum, {g.add(OpKind::Exp, {d}, {}, std::nullopt, loc)}, over, std::nullopt, loc);
+  Value* log_sum = g.add(OpKind::Log, {s}, {}, std::nullopt, loc);
+  ir::Attrs inf;
+  inf.set("value", std::numeric_limits<double>::infinity());
+  ir::Attrs zero;
+  zero.set("value", 0.0);
+  Value* infinite = g.add(OpKind::Eq,
+                          {g.add(OpKind::Abs, {m}, {}, std::nullopt, loc),
+                           g.add(OpKind::Const, {}, inf, TensorType{DType::f32, {}}, loc)},
+                          {}, std::nullopt, loc);
+  Value* counted = g.add(OpKind::Select,
+                         {infinite, g.add(OpKind::Const, {}, zero, TensorType{DType::f32, {}}, loc), log_sum}, {},
+                         std::nullopt, loc);
+  return g.add(OpKind::Sub, {d, counted}, {}, std::nullopt, loc);
+}
+
+// x - logsumexp(x) along the last axis, (x - max) - log(sum) along others.
+Value* less_log_sum_exp(Graph& g, const ShiftedSum& p, Value* x, const std::string& loc) {
+  if (!along_last_axis(p)) return shifted_less_log_sum(g, p, x, loc);
+  return g.add(OpKind::Sub, {x, logsumexp(g, p, x, loc)}, {}, std::nullopt, loc);
+}
+
 // y = e / s: softmax.
 Value* rewrite_softmax(Graph& g, const Users& users, const Node& y) {
   ShiftedSum p = match_shifted_sum(y.operands[1]);
@@ -102,8 +140,7 @@ Value* rewrite_softmax(Graph& g, const Users& users, const Node& y) {
       !private_to(g, users, p.exp->result, {p.sum, &y}) || !private_to(g, users, p.sum->result, {&y}))
     return nullptr;
   Value* x = widened(g, p.x, y.loc);
-  Value* l = logsumexp(g, p, x, y.loc);
-  Value* e = g.add(OpKind::Exp, {g.add(OpKind::Sub, {x, l}, {}, std::nullopt, y.loc)}, {}, std::nullopt, y.loc);
+  Value* e = g.add(OpKind::Exp, {less_log_sum_exp(g, p, x, y.loc)}, {}, std::nullopt, y.loc);
   return narrowed(g, e, y.result->type.dtype, y.loc);
 }
 
@@ -118,8 +155,7 @@ Value* rewrite_log_softmax(Graph& g, const Users& users, const Node& y) {
       !private_to(g, users, log->result, {&y}))
     return nullptr;
   Value* x = widened(g, p.x, y.loc);
-  Value* d = g.add(OpKind::Sub, {x, logsumexp(g, p, x, y.loc)}, {}, std::nullopt, y.loc);
-  return narrowed(g, d, y.result->type.dtype, y.loc);
+  return narrowed(g, less_log_sum_exp(g, p, x, y.loc), y.result->type.dtype, y.loc);
 }
 
 class OnlineSoftmax : public Pass {

@@ -4,6 +4,9 @@
 // the graph's numbers (checked against the reference interpreter on the original).
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 #include <algorithm>
 #include <sstream>
 #include <string>
@@ -100,6 +103,32 @@ TEST(OnlineSoftmax, AnAxisOtherThanTheLastKeepsItsMax) {
   ir::Graph g = after(text, kFront);
   EXPECT_EQ(count(g, OpKind::ReduceLogSumExp), 0) << ir::print(g);
   EXPECT_EQ(count(g, OpKind::ReduceMax), 1) << ir::print(g);
+  expect_same_numbers(text, g, 1e-5);
+}
+
+TEST(OnlineSoftmax, AnInfiniteMaxIsTheAnswerAlongEveryAxis) {
+  // A +inf beside finite scores: they come out 0 (softmax) or -inf (log_softmax) and the
+  // +inf NaN, as the reference says, whichever axis the softmax takes; two equal maxima
+  // of 2^24 share the column.
+  for (const char* op : {"softmax", "log_softmax"})
+    for (const char* axis : {"0", "1"}) {
+      const std::string text = std::string("func @f(%x: f32[4,3]) -> (f32[4,3]) {\n  %y = ") + op + " %x {axis = " +
+                               axis + "} : f32[4,3]\n  return %y\n}";
+      SCOPED_TRACE(text);
+      ir::Graph original = ir::parse(text, "original");
+      ir::Graph g = after(text, kFront);
+      const double inf = std::numeric_limits<double>::infinity();
+      std::vector<HostTensor> in = ir::random_inputs(original, 3);
+      in[0].values[0] = inf;                   // row 0 and column 0
+      in[0].values[4] = in[0].values[10] = 16777216;  // column 1 and row 1, row 3
+      const std::vector<HostTensor> want = ir::evaluate(original, in), got = ir::evaluate(g, in);
+      for (size_t i = 0; i < want[0].values.size(); ++i) {
+        const double w = want[0].values[i], v = got[0].values[i];
+        if (std::isnan(w)) EXPECT_TRUE(std::isnan(v)) << i;
+        else if (std::isinf(w)) EXPECT_EQ(v, w) << i;
+        else EXPECT_NEAR(v, w, 1e-6 * std::max(1.0, std::fabs(w))) << i;
+      }
+    }
 }
 
 TEST(OnlineSoftmax, CastsAroundAHalfSoftmaxStay) {
