@@ -99,7 +99,9 @@ bool along_last_axis(const ShiftedSum& p) {
   return ir::reduce_axes(p.sum->attrs, rank) == std::vector<int>{rank - 1};
 }
 
-// Over other axes: x - max(x) (exact near the max) less log(sum(exp(x - max))), where an
+// Over other axes: x - max(x) (exact near the max) less logsumexp(x - max(x)), that is
+// log(sum(exp(x - max))) of values whose max is 0, so nothing large is rounded: three
+// reads of x (the max, the sum, the output) where a rounded logsumexp took two. An
 // infinite max is logsumexp's answer itself as everywhere (the log of the sum then
 // counts for nothing: a +inf beside finite values leaves them -inf, not NaN).
 Value* shifted_less_log_sum(Graph& g, const ShiftedSum& p, Value* x, const std::string& loc) {
@@ -109,9 +111,11 @@ Value* shifted_less_log_sum(Graph& g, const ShiftedSum& p, Value* x, const std::
   over.set("axis", std::move(axes));
   over.set("keepdim", true);
   Value* m = g.add(OpKind::ReduceMax, {x}, over, std::nullopt, loc);
+  // x - m twice, each fused into its reader (the reduction, the output) rather than one
+  // value written between them: a kernel reads x again instead.
+  Value* log_sum = g.add(OpKind::ReduceLogSumExp, {g.add(OpKind::Sub, {x, m}, {}, std::nullopt, loc)}, over,
+                         std::nullopt, loc);
   Value* d = g.add(OpKind::Sub, {x, m}, {}, std::nullopt, loc);
-  Value* s = g.add(OpKind::ReduceSum, {g.add(OpKind::Exp, {d}, {}, std::nullopt, loc)}, over, std::nullopt, loc);
-  Value* log_sum = g.add(OpKind::Log, {s}, {}, std::nullopt, loc);
   ir::Attrs inf;
   inf.set("value", std::numeric_limits<double>::infinity());
   ir::Attrs zero;

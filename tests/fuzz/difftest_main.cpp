@@ -6,6 +6,8 @@
 // graph that fails is shrunk (shrink.h) while it fails the same way, and written as a
 // small .kiln reproducer with the original beside it. Without a GPU it says so and
 // checks the compile path only (passes, codegen, NVRTC, the reference interpreter).
+// --save-outputs keeps the GPU's outputs of every graph the plain comparison did not
+// settle, and --rejudge judges such a folder again with this build's judge, without a GPU.
 // Exit status: 0 when nothing failed (rejections by a stated limit are not failures),
 // 1 when a graph failed, 2 on a bad flag.
 #include <CLI/CLI.hpp>
