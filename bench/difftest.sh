@@ -3,8 +3,9 @@
 # time budget, runs each on the GPU against the reference interpreter, and shrinks
 # every failure to a small .kiln reproducer in LOG_DIR (default out/difftest).
 # Without a GPU it says so and checks the compile path only. Further arguments go to
-# kiln-difftest (--seed, --count, --max-ops, --max-elements, ...). The reproducers are
-# also packed into LOG_DIR/reproducers.tar.gz.
+# kiln-difftest (--seed, --count, --max-ops, --max-elements, --save-outputs to keep the
+# GPU's outputs of every graph it had to judge, for `kiln-difftest --rejudge LOG_DIR`
+# without a GPU, ...). The reproducers are also packed into LOG_DIR/reproducers.tar.gz.
 #   usage: bench/difftest.sh [SECONDS [LOG_DIR [kiln-difftest arguments...]]]
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
