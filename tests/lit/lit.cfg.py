@@ -10,6 +10,7 @@ config.suffixes = [".kiln"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(os.path.dirname(config.kiln_bin_dir), "tests", "lit")
 config.excludes = ["Inputs", "lit.cfg.py", "lit.site.cfg.py.in"]
+config.substitutions.append(("%difftest", os.path.join(config.kiln_bin_dir, "kiln-difftest")))
 config.substitutions.append(("%kiln", os.path.join(config.kiln_bin_dir, "kiln")))
 config.substitutions.append(("FileCheck", config.filecheck))
 config.substitutions.append(("%python", sys.executable))
