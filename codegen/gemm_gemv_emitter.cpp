@@ -39,6 +39,9 @@ namespace kiln::codegen {
 
 namespace {
 
+// The four 32-bit words of a 16-byte piece, as a uint4 names them.
+constexpr const char* kLanes[] = {"x", "y", "z", "w"};
+
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Packed-pair arithmetic on 32-bit words holding two f16 or two bf16 values.
@@ -325,7 +328,6 @@ private:
   // `name`0, `name`1, ...: pair i holds the two elements of the word that one K position
   // pair of a product takes (four pairs from an i4 word, two from an i8 one).
   std::string weight_pairs(const std::string& in, const std::string& j, int q, const std::string& name) const {
-    static const char* kLanes[] = {"x", "y", "z", "w"};
     const std::string word = fmt::format("w_piece[u][{}].{}", j, kLanes[q]);
     std::string s;
     if (w_ == DType::i4) {
@@ -357,7 +359,6 @@ private:
   // The activation words that meet weight pair `pair` of word q in a product: activation
   // row `row`'s two elements at the K positions of that pair (K positions lo, hi).
   std::string activation_pair(int row, int q, int pair, bool high) const {
-    static const char* kLanes[] = {"x", "y", "z", "w"};
     if (row == 1 && !two_rows_) return "0u";
     if (!dequant())  // f16 / bf16: weight word w is elements 2w, 2w + 1, as activation word w
       return fmt::format("x_piece{}[u][0].{}", row, kLanes[q + (high ? 1 : 0)]);
@@ -387,8 +388,7 @@ private:
     const std::string b = in + "  ";
     if (!dequant()) {
       // f16 / bf16 weights: words (0, 1) and (2, 3) each make one product.
-      static const char* kLanes[] = {"x", "y", "z", "w"};
-      auto word = [&](int r, int w) {
+        auto word = [&](int r, int w) {
         return fmt::format("w_piece[u][{}].{}", weights_a_ ? fmt::format("2 * f + {}", r) : "f", kLanes[w]);
       };
       for (int step = 0; step < 2; ++step)

@@ -81,13 +81,18 @@ Value* narrowed(Graph& g, Value* v, DType to, const std::string& loc) {
 
 // logsumexp(x) over the sum's axes, appended to the graph. The axes are written
 // normalised (sorted, from 0), so softmaxes that name them differently read the same.
-Value* logsumexp(Graph& g, const ShiftedSum& p, Value* x, const std::string& loc) {
+// The sum's axes, normalised, with `keepdim` as given.
+ir::Attrs sum_axes(const ShiftedSum& p, bool keepdim) {
   std::vector<int64_t> axes;
   for (int a : ir::reduce_axes(p.sum->attrs, p.x->type.rank())) axes.push_back(a);
   ir::Attrs attrs;
   attrs.set("axis", std::move(axes));
-  attrs.set("keepdim", p.sum->attrs.get_bool("keepdim"));
-  return g.add(OpKind::ReduceLogSumExp, {x}, attrs, std::nullopt, loc);
+  attrs.set("keepdim", keepdim);
+  return attrs;
+}
+
+Value* logsumexp(Graph& g, const ShiftedSum& p, Value* x, const std::string& loc) {
+  return g.add(OpKind::ReduceLogSumExp, {x}, sum_axes(p, p.sum->attrs.get_bool("keepdim")), std::nullopt, loc);
 }
 
 // Whether the sum reduces the last axis alone: there one row kernel computes logsumexp
@@ -105,29 +110,19 @@ bool along_last_axis(const ShiftedSum& p) {
 // infinite max is logsumexp's answer itself as everywhere (the log of the sum then
 // counts for nothing: a +inf beside finite values leaves them -inf, not NaN).
 Value* shifted_less_log_sum(Graph& g, const ShiftedSum& p, Value* x, const std::string& loc) {
-  ir::Attrs over;
-  std::vector<int64_t> axes;
-  for (int a : ir::reduce_axes(p.sum->attrs, x->type.rank())) axes.push_back(a);
-  over.set("axis", std::move(axes));
-  over.set("keepdim", true);
-  Value* m = g.add(OpKind::ReduceMax, {x}, over, std::nullopt, loc);
+  auto op = [&](OpKind k, std::vector<Value*> operands, const ir::Attrs& attrs = {}) {
+    return g.add(k, std::move(operands), attrs, std::nullopt, loc);
+  };
+  const ir::Attrs over = sum_axes(p, true);
+  Value* m = op(OpKind::ReduceMax, {x}, over);
   // x - m twice, each fused into its reader (the reduction, the output) rather than one
   // value written between them: a kernel reads x again instead.
-  Value* log_sum = g.add(OpKind::ReduceLogSumExp, {g.add(OpKind::Sub, {x, m}, {}, std::nullopt, loc)}, over,
-                         std::nullopt, loc);
-  Value* d = g.add(OpKind::Sub, {x, m}, {}, std::nullopt, loc);
-  ir::Attrs inf;
-  inf.set("value", std::numeric_limits<double>::infinity());
-  ir::Attrs zero;
-  zero.set("value", 0.0);
-  Value* infinite = g.add(OpKind::Eq,
-                          {g.add(OpKind::Abs, {m}, {}, std::nullopt, loc),
-                           g.add(OpKind::Const, {}, inf, TensorType{DType::f32, {}}, loc)},
-                          {}, std::nullopt, loc);
-  Value* counted = g.add(OpKind::Select,
-                         {infinite, g.add(OpKind::Const, {}, zero, TensorType{DType::f32, {}}, loc), log_sum}, {},
-                         std::nullopt, loc);
-  return g.add(OpKind::Sub, {d, counted}, {}, std::nullopt, loc);
+  Value* log_sum = op(OpKind::ReduceLogSumExp, {op(OpKind::Sub, {x, m})}, over);
+  Value* d = op(OpKind::Sub, {x, m});
+  Value* infinite =
+      op(OpKind::Eq, {op(OpKind::Abs, {m}), g.constant(std::numeric_limits<double>::infinity(), DType::f32)});
+  Value* counted = op(OpKind::Select, {infinite, g.constant(0.0, DType::f32), log_sum});
+  return op(OpKind::Sub, {d, counted});
 }
 
 // x - logsumexp(x) along the last axis, (x - max) - log(sum) along others.

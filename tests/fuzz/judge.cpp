@@ -50,7 +50,7 @@ std::string worst_elements(const HostTensor& got, const HostTensor& want, const 
   for (size_t e = 0; e < keep.size(); ++e) {
     if (!keep[e]) continue;
     const double g = got.values[e], w = want.values[e];
-    const bool same_class = std::isfinite(g) && std::isfinite(w) ? true : (std::isnan(g) && std::isnan(w)) || g == w;
+    const bool same_class = (std::isfinite(g) && std::isfinite(w)) || (std::isnan(g) && std::isnan(w)) || g == w;
     const double d = !same_class ? INFINITY : std::isfinite(g) ? std::fabs(g - w) : 0.0;
     if (d > 0) off.emplace_back(d, e);
   }

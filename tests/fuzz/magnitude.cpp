@@ -56,7 +56,7 @@ private:
   Value* abs(Value* v) { return out_.add(OpKind::Abs, {f32(v)}); }
   Value* shaped(Value* m, const Shape& shape) {
     if (m->type.shape == shape) return m;
-    const TensorType t{DType::f32, shape};
+    const TensorType t{m->type.dtype, shape};
     if (m->type.numel() == t.numel()) return out_.add(OpKind::Reshape, {m}, {}, t);
     return out_.add(OpKind::Broadcast, {m}, {}, t);
   }
@@ -100,9 +100,7 @@ private:
       // 0 |v| summed over the keys is NaN exactly where a v is infinite or NaN.
       Value* zeroed = out_.add(OpKind::Mul, {abs(in[2]), out_.constant(0.0, DType::f32)});
       Value* sum = out_.add(OpKind::ReduceSum, {zeroed}, keys);
-      Value* bad = out_.add(OpKind::Ne, {sum, sum});
-      const TensorType t{DType::i1, n.result->type.shape};
-      return bad->type.shape == t.shape ? bad : out_.add(OpKind::Broadcast, {bad}, {}, t);
+      return shaped(out_.add(OpKind::Ne, {sum, sum}), n.result->type.shape);
     }
     ir::Attrs over;
     if (n.op == OpKind::ReduceVar) {
@@ -114,9 +112,7 @@ private:
       return nullptr;
     }
     Value* largest = out_.add(OpKind::ReduceMax, {abs(in[0])}, over);
-    Value* past = out_.add(OpKind::Gt, {largest, out_.constant(1.8e19, DType::f32)});
-    const TensorType t{DType::i1, n.result->type.shape};
-    return past->type.shape == t.shape ? past : out_.add(OpKind::Broadcast, {past}, {}, t);
+    return shaped(out_.add(OpKind::Gt, {largest, out_.constant(1.8e19, DType::f32)}), n.result->type.shape);
   }
 
   Value* magnitude(const ir::Node& n, const std::vector<Value*>& in) {

@@ -67,7 +67,7 @@ std::optional<Snap> snaps(const ir::Node& n, const Intermediates& at, int patter
   if (value == at.values.end()) return std::nullopt;
   auto m = at.magnitudes.find(&v);
   const HostTensor* magnitude = m == at.magnitudes.end() ? nullptr : &m->second;
-  const double flush = flush_below(n);
+  const double flush = flush_below(n), units = shift_units(n);
   const size_t count = value->second.values.size();
   std::vector<double> mask(count, 0.0), to(count, 0.0), within(count, 0.0);
   bool any = false;
@@ -77,7 +77,7 @@ std::optional<Snap> snaps(const ir::Node& n, const Intermediates& at, int patter
     any = true;
     mask[e] = 1;
     const double away = magnitude ? kFp32Unit * magnitude->values[e] : 0.0;
-    within[e] = std::max((shift_units(n) + 1) * away, flush);
+    within[e] = std::max((units + 1) * away, flush);
     const double flipped = std::signbit(was) ? 1.0 : -1.0;  // the other sign
     const double own = std::signbit(was) ? -1.0 : 1.0;
     switch (pattern) {
@@ -96,17 +96,21 @@ std::optional<Snap> snaps(const ir::Node& n, const Intermediates& at, int patter
               HostTensor(v.type, std::move(within))};
 }
 
-// Whether a cast of an element gives its source back exactly: a widening of a float
-// (f16, bf16 or fp8 to f32; fp8 to f16 or bf16), or an integer or boolean whose result
-// (`value`) is within the integers the float holds exactly (2^(fraction bits + 1)).
-// Such an element is not nudged: an exponent of 2 must stay 2, or pow of a negative
-// base turns NaN in every try and hides what the graph does hang on.
-bool exact_cast(const ir::Node& n, double value) {
+// Casts that give their source back exactly: a widening of a float (f16, bf16 or fp8 to
+// f32; fp8 to f16 or bf16), or of an integer or boolean whose result (`value`) is within
+// the integers the float holds exactly (2^(fraction bits + 1)). Such an element is not
+// nudged: an exponent of 2 must stay 2, or pow of a negative base turns NaN in every try
+// and hides what the graph does hang on.
+bool widens_a_float(const ir::Node& n) {
   if (n.op != ir::OpKind::Cast) return false;
   const DType from = n.operands[0]->type.dtype, to = n.result->type.dtype;
-  if (!is_float(from)) return std::fabs(value) <= 2.0 / dtype_unit(to);
+  if (!is_float(from)) return false;
   if (to == DType::f32) return true;
   return (from == DType::f8e4m3 || from == DType::f8e5m2) && (to == DType::f16 || to == DType::bf16);
+}
+bool holds_an_integer_exactly(const ir::Node& n, double value) {
+  return n.op == ir::OpKind::Cast && !is_float(n.operands[0]->type.dtype) &&
+         std::fabs(value) <= 2.0 / dtype_unit(n.result->type.dtype);
 }
 
 // Ops whose result is one of their operands' values, or its negation: nothing rounds.
@@ -199,40 +203,30 @@ Nudged nudged(const ir::Graph& g, uint64_t seed, const Intermediates* at, int pa
     ir::Value* r = out.graph.add(n->op, operands, n->attrs, n->result->type);
     if (rounds(*n)) {
       const TensorType& t = n->result->type;
-      const double step =
-          copies_a_value(n->op) ? 0.0 : dtype_unit(t.dtype) * (t.dtype == DType::f32 ? fp32_ulps(n->op) : 1.0);
-      std::vector<double> f(static_cast<size_t>(t.numel()));
+      auto extra = [&](HostTensor v) {  // a nudge's values, as an extra input
+        ir::Value* in = out.graph.add_input("nudge" + std::to_string(out.factors.size()), v.type);
+        out.factors.push_back(std::move(v));
+        return in;
+      };
+      const bool exact = copies_a_value(n->op) || widens_a_float(*n);
+      const double step = exact ? 0.0 : dtype_unit(t.dtype) * (t.dtype == DType::f32 ? fp32_ulps(n->op) : 1.0);
       const HostTensor* was = nullptr;  // the cast's results in the reference, to tell exact ones
       if (at && n->op == ir::OpKind::Cast)
         if (auto v = at->values.find(n->result); v != at->values.end()) was = &v->second;
-      for (size_t e = 0; e < f.size(); ++e) {
-        f[e] = 1.0 + sign_for(pattern, e, rng) * step;
-        const bool widens = n->op == ir::OpKind::Cast && is_float(n->operands[0]->type.dtype) && exact_cast(*n, 0.0);
-        if (widens || (was && exact_cast(*n, was->values[e]))) f[e] = 1.0;
-      }
-      ir::Value* factor = out.graph.add_input("nudge" + std::to_string(out.factors.size()), t);
-      out.factors.emplace_back(t, std::move(f));
-      r = out.graph.add(ir::OpKind::Mul, {r, factor});
-      if (auto shift = at ? absolute_shift(*n, *at, pattern, rng) : std::nullopt) {
-        ir::Value* by = out.graph.add_input("nudge" + std::to_string(out.factors.size()), t);
-        out.factors.push_back(std::move(*shift));
-        r = out.graph.add(ir::OpKind::Add, {r, by});
-      }
+      std::vector<double> f(static_cast<size_t>(t.numel()));
+      for (size_t e = 0; e < f.size(); ++e)
+        f[e] = was && holds_an_integer_exactly(*n, was->values[e]) ? 1.0 : 1.0 + sign_for(pattern, e, rng) * step;
+      r = out.graph.add(ir::OpKind::Mul, {r, extra(HostTensor(t, std::move(f)))});
+      if (auto shift = at ? absolute_shift(*n, *at, pattern, rng) : std::nullopt)
+        r = out.graph.add(ir::OpKind::Add, {r, extra(std::move(*shift))});
       // Where a kernel cannot follow the reference (magnitude.h: out_of_range), NaN marks
       // those elements, and every element made from them flips.
       if (const HostTensor* past = at ? out_of_range(*n->result, *at) : nullptr) {
-        ir::Value* mask = out.graph.add_input("nudge" + std::to_string(out.factors.size()), past->type);
-        out.factors.push_back(*past);
-        ir::Value* nan = out.graph.add_input("nudge" + std::to_string(out.factors.size()), t);
-        out.factors.emplace_back(t, std::vector<double>(static_cast<size_t>(t.numel()), NAN));
+        ir::Value* mask = extra(*past);
+        ir::Value* nan = extra(HostTensor(t, std::vector<double>(static_cast<size_t>(t.numel()), NAN)));
         r = out.graph.add(ir::OpKind::Select, {mask, nan, r});
       }
       if (auto snap = at ? snaps(*n, *at, pattern, rng) : std::nullopt) {
-        auto extra = [&](HostTensor t) {
-          ir::Value* v = out.graph.add_input("nudge" + std::to_string(out.factors.size()), t.type);
-          out.factors.push_back(std::move(t));
-          return v;
-        };
         ir::Value* mask = extra(std::move(snap->mask));
         ir::Value* to = extra(std::move(snap->to));
         ir::Value* within = extra(std::move(snap->within));
