@@ -47,7 +47,9 @@ bool depends_on_group(const Value* v, const std::set<const Node*>& group) {
     const Value* x = stack.back();
     stack.pop_back();
     if (!x->producer || !seen.insert(x).second) continue;
-    if (group.count(x->producer)) return true;
+    // A constant, view or cast of an input in the group is recomputed by every kernel
+    // that reads it: only what is under it can make `v` wait for the group.
+    if (group.count(x->producer) && !is_free_node(*x->producer)) return true;
     for (const Value* u : x->producer->operands) stack.push_back(u);
   }
   return false;

@@ -36,7 +36,8 @@ bool is_free_node(const ir::Node& n);
 bool touches_storage_type(const ir::Node& n);
 
 // What the groupers (row, column, gemm) share. Whether `v` is computed, through any
-// chain of nodes, from a node of `group`:
+// chain of nodes, from a computing node of `group` (its free nodes are recomputed by
+// every kernel that reads them, so reading one makes nothing wait):
 bool depends_on_group(const ir::Value* v, const std::set<const ir::Node*>& group);
 // The computed values of `group` that leave it: graph outputs, or read by a live node
 // outside it, directly or through a view or constant of the group that does. `nodes` in graph order, `users` per value id (ir::Graph::users()).

@@ -116,6 +116,45 @@ TEST(ColReduceFuse, ReductionReadingAnotherReductionOfTheSameColumnsIsSplit) {
   EXPECT_EQ(count_kind(ks[1], ir::ScalarKind::Reduce), 1);
 }
 
+TEST(ColReduceFuse, ACastInputSharedWithAnEarlierReductionIsLoadedAgainNotWritten) {
+  // The cast of x is in the mean's kernel too; recomputing it is free, so the variance's
+  // kernel reads x itself rather than a widened, centred copy written by a third kernel.
+  auto ks = kernels_of(R"(func @f(%x: f16[128,64]) -> (f32[64]) {
+  %f = cast %x : f32[128,64]
+  %m = mean %f {axis = [0], keepdim = true} : f32[1,64]
+  %d = sub %f, %m : f32[128,64]
+  %q = mul %d, %d : f32[128,64]
+  %v = mean %q {axis = [0]} : f32[64]
+  return %v
+})");
+  ASSERT_EQ(ks.size(), 2u);
+  for (const ir::Kernel& k : ks) {
+    EXPECT_EQ(k.kind, ir::KernelKind::ColReduce);
+    EXPECT_TRUE(k.args[0].name == "x" || k.args[1].name == "x") << ir::print(k);
+  }
+}
+
+TEST(ColReduceFuse, SoftmaxOverALeadingAxisReadsTheInputInEveryKernel) {
+  // max, then logsumexp of x - max, then the output: three kernels, nothing of x's size
+  // written but the result.
+  ir::Graph g = ir::parse(R"(func @f(%x: f16[300,70]) -> (f16[300,70]) {
+  %y = softmax %x {axis = 0} : f16[300,70]
+  return %y
+})", "col_reduce_fuse_test");
+  std::ostringstream quiet;
+  passes::PassManager("decompose,simplify,cse,dce,online-softmax,fuse,tile", {}, quiet).run(g);
+  std::vector<ir::Kernel> ks = passes::lower(g).kernels;
+  ASSERT_EQ(ks.size(), 3u);
+  EXPECT_EQ(ks[0].kind, ir::KernelKind::ColReduce);
+  EXPECT_EQ(ks[1].kind, ir::KernelKind::ColReduce);
+  EXPECT_EQ(ks[2].kind, ir::KernelKind::Pointwise);
+  for (const ir::Kernel& k : ks)
+    for (const ir::KernelArg& a : k.args)
+      if (a.type.shape == Shape{300, 70}) {
+        EXPECT_TRUE(a.name == "x" || a.name == "y") << ir::print(k);
+      }
+}
+
 TEST(ColReduceFuse, InterleavedReducedAxesAreOneColReduceKernel) {
   auto ks = kernels_of(R"(func @f(%x: f32[4,8,16]) -> (f32[8]) {
   %s = sum %x {axis = [0, 2]} : f32[8]
