@@ -1,9 +1,11 @@
 // The gemv schedule of a gemm kernel (ir/tile_config_gemm_gemv.cpp): M <= 16 rows of
 // activations x [M, K] against a weight w stored [N, K], the product decoding runs once a
-// token, where reading the weight is the whole cost. No shared-memory pipeline: every
-// lane streams 16-byte pieces of its weight rows straight into registers (several per
-// step in flight), dequantises them there with bit tricks (i4 and i8 weights), and feeds
-// mma.sync m16n8k16. With up to 8 rows the weight is the A fragment (16 weight rows a
+// token, where reading the weight is the whole cost. Every lane streams 16-byte pieces of
+// its weight rows, either straight into registers (the next step's in flight while it
+// multiplies this one's) or, with `stages` S, through its own slots of a ring of S steps in
+// shared memory (cp.async: S - 1 steps in flight, no registers held for them; no other
+// lane reads a lane's slots, so no barrier), dequantises them in registers with bit
+// tricks (i4 and i8 weights), and feeds mma.sync m16n8k16. With up to 8 rows the weight is the A fragment (16 weight rows a
 // product, the activations as B's 8 columns; columns past M are zeros), so that each
 // product consumes 256 weight elements; with 9 to 16 rows the activations are A (rows past
 // M are zeros) and each product takes 8 weight rows.
@@ -124,8 +126,8 @@ private:
   std::string header() const {
     const LaunchDims d = gemm_launch_dims(k_);
     std::string s = gemm_header_title(k_);
-    s += fmt::format("// Config {}:\n//   grid {} x {} blocks of {} threads, {} bytes of shared memory (the warps' sums)\n",
-                     c_.str(), d.grid[0], d.grid[1], d.block[0], d.shared_bytes);
+    s += fmt::format("// Config {}:\n//   grid {} x {} blocks of {} threads, {} bytes of shared memory (the warps' sums{})\n",
+                     c_.str(), d.grid[0], d.grid[1], d.block[0], d.shared_bytes, c_.stages > 0 ? ", the ring" : "");
     s += fmt::format("//   schedule gemv: a block owns {} columns ({} weight rows a lane group), its {} warps split K "
                      "in steps of {}; each lane loads {} 16-byte piece{} of each of its {} weight row{} a step\n",
                      c_.bn, tiles_, c_.warps_n, c_.bk, unroll_, unroll_ == 1 ? "" : "s", tiles_, tiles_ == 1 ? "" : "s");
@@ -139,6 +141,10 @@ private:
                        dq.zero >= 0 ? fmt::format(" and zero points %{}", k_.args[static_cast<size_t>(dq.zero)].name) : "",
                        dq.group, float_path() ? " (fp32 math, rounded to bf16)" : " (packed-pair math)");
     }
+    if (c_.stages > 0)
+      s += fmt::format("//   the weight pieces stream through a ring of {} steps in shared memory (cp.async), {} steps "
+                       "ahead of the products\n",
+                       c_.stages, c_.stages - 1);
     if (split_)
       s += fmt::format("//   K in {} slices of {}; each column tile's last slice sums the fp32 partials in slice order\n",
                        c_.split_k, slice_);
@@ -203,8 +209,8 @@ private:
   // The arrays a step holds: the weight pieces and their scales and zero points (named with
   // `sfx`: "" for the step being multiplied, "_next" for the one being loaded), or the
   // activation pieces.
-  std::string stream_arrays(const std::string& in, const std::string& sfx) const {
-    std::string s = fmt::format("{}uint4 w_piece{}[{}][{}];\n", in, sfx, unroll_, tiles_);
+  std::string stream_arrays(const std::string& in, const std::string& sfx, bool weights = true) const {
+    std::string s = weights ? fmt::format("{}uint4 w_piece{}[{}][{}];\n", in, sfx, unroll_, tiles_) : "";
     if (dequant())
       s += fmt::format("{}unsigned scale2{}[{}][{}], zero2{}[{}][{}]{};\n", in, sfx, unroll_, tiles_, sfx, unroll_,
                        tiles_, float_zero() ? fmt::format(", zero2_float{}[{}][{}]", sfx, unroll_, tiles_) : "");
@@ -219,16 +225,48 @@ private:
   }
 
   // The weight pieces of the step at `kc` (zeros past K) with their scales and zero points:
-  // the loads that reach DRAM.
-  std::string stream_loads(const std::string& in, const std::string& kc, const std::string& sfx) const {
+  // the loads that reach DRAM. Without `weights`, the scales and zero points alone.
+  std::string stream_loads(const std::string& in, const std::string& kc, const std::string& sfx,
+                           bool weights = true) const {
+    if (!weights && !dequant()) return "";
     std::string s = fmt::format("{}#pragma unroll\n{}for (int u = 0; u < {}; ++u) {{\n", in, in, unroll_);
     const std::string b = in + "  ";
     s += piece_position(b, kc);
-    for (int j = 0; j < tiles_; ++j)
+    for (int j = 0; weights && j < tiles_; ++j)
       s += fmt::format("{}w_piece{}[u][{}] = in ? kiln_load_stream16({}) : make_uint4(0u, 0u, 0u, 0u);\n", b, sfx, j,
                        weight_at(fmt::format("w_row{}", j), "k"));
     if (dequant()) s += scale_loads(b, sfx);
     return s + in + "}\n";
+  }
+
+  // The ring: one slot of a step is unroll x tiles pieces of every thread, piece-major, so
+  // that a warp's 16-byte accesses to one piece cover 512 consecutive bytes.
+  int64_t slot_bytes() const { return int64_t{unroll_} * tiles_ * 32 * c_.warps_n * 16; }
+
+  // Copies of the weight pieces of the step at `kc` into ring slot `slot` (zeros past K),
+  // closed as one group.
+  std::string ring_copies(const std::string& in, const std::string& kc, const std::string& slot) const {
+    std::string s = fmt::format("{}#pragma unroll\n{}for (int u = 0; u < {}; ++u) {{\n", in, in, unroll_);
+    const std::string b = in + "  ";
+    s += piece_position(b, kc);
+    for (int j = 0; j < tiles_; ++j)
+      s += fmt::format("{}kiln_copy_async16_zfill(ring + {} * {}u + (u * {} + {}) * {}u, in ? (const void*)({}) : "
+                       "(const void*){}, in ? 16u : 0u);\n",
+                       b, slot, slot_bytes(), tiles_, j, 32 * c_.warps_n * 16, weight_at(fmt::format("w_row{}", j), "k"),
+                       param(g_.b.arg));
+    return s + in + "}\n" + in + "kiln_copy_async_commit();\n";
+  }
+
+  // This step's weight pieces, from this thread's part of ring slot `slot`.
+  std::string ring_reads(const std::string& in, const std::string& slot) const {
+    std::string s = fmt::format("{}uint4 w_piece[{}][{}];\n", in, unroll_, tiles_);
+    s += fmt::format("{}#pragma unroll\n{}for (int u = 0; u < {}; ++u)\n{}#pragma unroll\n{}  for (int j = 0; j < {}; "
+                     "++j)\n",
+                     in, in, unroll_, in, in, tiles_);
+    s += fmt::format("{}    w_piece[u][j] = *reinterpret_cast<const uint4*>(kiln_smem + {} + {} * {}u + (u * {} + j) * "
+                     "{}u + threadIdx.x * 16u);\n",
+                     in, ir::gemv_sums_bytes(c_), slot, slot_bytes(), tiles_, 32 * c_.warps_n * 16);
+    return s;
   }
 
   // The activation pieces of the step at kc: a few KB that every block reads, so L1 hits.
@@ -251,12 +289,13 @@ private:
   }
 
   // This step's arrays taken over from the ones loaded during the last step.
-  std::string take_next(const std::string& in) const {
-    std::string s = stream_arrays(in, "");
+  std::string take_next(const std::string& in, bool weights = true) const {
+    if (!weights && !dequant()) return "";
+    std::string s = stream_arrays(in, "", weights);
     s += fmt::format("{}#pragma unroll\n{}for (int u = 0; u < {}; ++u)\n{}#pragma unroll\n{}  for (int j = 0; j < {}; "
                      "++j) {{\n",
                      in, in, unroll_, in, in, tiles_);
-    s += in + "    w_piece[u][j] = w_piece_next[u][j];\n";
+    if (weights) s += in + "    w_piece[u][j] = w_piece_next[u][j];\n";
     if (dequant()) s += in + "    scale2[u][j] = scale2_next[u][j]; zero2[u][j] = zero2_next[u][j];\n";
     if (float_zero()) s += in + "    zero2_float[u][j] = zero2_float_next[u][j];\n";
     return s + in + "  }\n";
@@ -428,6 +467,7 @@ private:
   // before the loop, and each step loads the next one's before it multiplies, so that a
   // warp's DRAM loads stay in flight while it dequantises and multiplies.
   std::string main_loop() const {
+    if (c_.stages > 0) return ring_loop();
     const int64_t stride = int64_t{c_.bk} * c_.warps_n;
     std::string s = fmt::format("  // The K loop: warp w takes steps w, w + {}, ... of {} elements.\n", c_.warps_n, c_.bk);
     s += fmt::format("  const long long kc0 = k_begin + (long long)warp * {};\n", c_.bk);
@@ -440,6 +480,40 @@ private:
     s += fmt::format("#pragma unroll\n    for (int u = 0; u < {}; ++u) {{\n", unroll_);
     s += products("      ");
     s += "    }\n  }\n";
+    return s;
+  }
+
+  // Pipelined through the ring: the first S - 1 steps' copies are issued before the loop;
+  // each step refills the slot the step before it read (its registers already used, so
+  // the copy cannot overtake the read), waits for its own slot and multiplies. The
+  // scales, a sixty-fourth of the bytes or less, stay one step ahead in registers.
+  std::string ring_loop() const {
+    const int64_t stride = int64_t{c_.bk} * c_.warps_n;
+    const int stages = c_.stages;
+    std::string s = fmt::format("  // The K loop: warp w takes steps w, w + {}, ... of {} elements; their weight pieces "
+                                "stream through a ring of {} steps.\n",
+                                c_.warps_n, c_.bk, stages);
+    s += fmt::format("  const long long kc0 = k_begin + (long long)warp * {};\n", c_.bk);
+    s += fmt::format("  const unsigned ring = (unsigned)__cvta_generic_to_shared(kiln_smem + {}) + threadIdx.x * 16u;\n",
+                     ir::gemv_sums_bytes(c_));
+    s += stream_arrays("  ", "_next", false);
+    s += stream_loads("  ", "kc0", "_next", false);
+    s += fmt::format("#pragma unroll\n  for (int ahead = 0; ahead < {}; ++ahead) {{\n", stages - 1);
+    s += ring_copies("    ", fmt::format("(kc0 + ahead * {}ll)", stride), "ahead");
+    s += "  }\n  int slot = 0;\n";
+    s += fmt::format("  for (long long kc = kc0; kc < k_end; kc += {}) {{\n", stride);
+    s += fmt::format("    const int refill = slot == 0 ? {} : slot - 1;\n", stages - 1);
+    s += ring_copies("    ", fmt::format("(kc + {}ll)", (stages - 1) * stride), "refill");
+    s += fmt::format("    kiln_copy_async_wait_group<{}>();  // this step's slot has landed\n", stages - 1);
+    s += ring_reads("    ", "slot");
+    s += take_next("    ", false);
+    s += stream_loads("    ", fmt::format("(kc + {})", stride), "_next", false);
+    s += activation_loads("    ");
+    s += fmt::format("#pragma unroll\n    for (int u = 0; u < {}; ++u) {{\n", unroll_);
+    s += products("      ");
+    s += "    }\n";
+    s += fmt::format("    slot = slot == {} ? 0 : slot + 1;\n  }}\n", stages - 1);
+    s += "  kiln_copy_async_wait_group<0>();  // no copy outlives the block\n";
     return s;
   }
 
@@ -517,7 +591,7 @@ LaunchDims gemm_gemv_launch_dims(const ir::Kernel& k) {
   d.grid[0] = static_cast<unsigned>(ceil_div(k.gemm.n, c.bn));
   d.grid[1] = static_cast<unsigned>(std::max(1, c.split_k));
   d.block[0] = static_cast<unsigned>(32 * c.warps_n);
-  d.shared_bytes = static_cast<unsigned>(ir::gemv_shared_bytes(c));
+  d.shared_bytes = static_cast<unsigned>(ir::gemv_shared_bytes(k, c));
   return d;
 }
 

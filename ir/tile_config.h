@@ -207,7 +207,9 @@ std::vector<TileConfig> gemm_gemv_sweep(const Kernel& k);
 TileConfig gemm_gemv_heuristic(const Kernel& k);
 // Elements of K in the 16 bytes a lane loads from a weight row: 8 (f16, bf16), 16 (i8), 32 (i4).
 int gemv_lane_elems(const Kernel& k);
-int64_t gemv_shared_bytes(const TileConfig& config);
+// The warps' sums, then (stages > 0) the ring of weight pieces.
+int64_t gemv_shared_bytes(const Kernel& k, const TileConfig& config);
+int64_t gemv_sums_bytes(const TileConfig& config);
 // Whether the weight is mma's A operand (16 weight rows a product, the activations in B's
 // 8 columns): with M <= 8 and whole 16-row fragments, half the products of the other way.
 bool gemv_weights_as_a(const Kernel& k, const TileConfig& config);

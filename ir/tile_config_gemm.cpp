@@ -66,7 +66,7 @@ int64_t gemm_k_slice(const Kernel& k, const TileConfig& c) {
 
 int64_t gemm_shared_bytes(const Kernel& k, const TileConfig& c) {
   if (c.schedule == kWgmma) return wgmma_shared_bytes(k, c);
-  if (c.schedule == kGemv) return gemv_shared_bytes(c);
+  if (c.schedule == kGemv) return gemv_shared_bytes(k, c);
   const int64_t esize = dtype_bytes(k.gemm.operand_dtype);
   const int64_t pipeline = int64_t{c.stages} * (int64_t{c.bm} + c.bn) * c.bk * esize;
   if (c.schedule == kSimt) return pipeline;

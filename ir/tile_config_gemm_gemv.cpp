@@ -6,7 +6,9 @@
 // (split_k) when the column tiles alone cannot fill the GPU. Each step, a lane loads bk /
 // (4 * lane elems) 16-byte pieces of each of its weight rows before multiplying any, so
 // that enough loads are in flight to stream the weight at full bandwidth, and loads the
-// next step's pieces before it multiplies this step's.
+// next step's pieces before it multiplies this step's. With `stages` S > 0 the pieces go
+// through a ring of S steps in shared memory instead (cp.async, each lane's own slots):
+// S - 1 steps in flight while one is multiplied, without the registers to hold them.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -24,6 +26,9 @@ constexpr int64_t kMaxWorkspaceFloats = int64_t{1} << 24;  // as the other gemm 
 // the weight pieces, activations and accumulators may hold; addresses and the
 // dequantised pairs take the rest.
 constexpr int64_t kMaxHeldRegisters = 96;
+// The most dynamic shared memory a block may ask for on every sm_80-and-up target (sm_80:
+// 163 KB; the H200's 227 KB is not assumed).
+constexpr int64_t kMaxGemvSharedBytes = 163 * 1024;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -44,7 +49,12 @@ int gemv_lane_elems(const Kernel& k) {
   return w == DType::i4 ? 32 : w == DType::i8 ? 16 : 8;
 }
 
-int64_t gemv_shared_bytes(const TileConfig& c) { return int64_t{c.warps_n} * 16 * c.bn * 4; }
+int64_t gemv_sums_bytes(const TileConfig& c) { return int64_t{c.warps_n} * 16 * c.bn * 4; }
+
+int64_t gemv_shared_bytes(const Kernel& k, const TileConfig& c) {
+  const int64_t ring = int64_t{c.stages} * unroll_of(k, c) * (c.bn / 8) * 32 * c.warps_n * 16;
+  return gemv_sums_bytes(c) + ring;
+}
 
 bool gemv_weights_as_a(const Kernel& k, const TileConfig& c) { return k.gemm.m <= 8 && c.bn % 16 == 0; }
 
@@ -74,18 +84,25 @@ void validate_gemm_gemv(const Kernel& k, const TileConfig& c) {
   if (c.bm != 16) fail("bm must be 16 (one m16 fragment holds every row)");
   if (c.bn != 8 && c.bn != 16 && c.bn != 32 && c.bn != 64) fail("bn must be 8, 16, 32 or 64 columns");
   if (c.warps_n != 1 && c.warps_n != 2 && c.warps_n != 4 && c.warps_n != 8) fail("warps_n must be 1, 2, 4 or 8");
-  if (c.warps_m != 0 || c.stages != 0 || c.group != 0) fail("schedule gemv has no warps_m, stages or group");
+  if (c.warps_m != 0 || c.group != 0) fail("schedule gemv has no warps_m or group");
+  if (c.stages != 0 && (c.stages < 2 || c.stages > 8))
+    fail("stages must be 0 (the next step's weights in registers) or 2 to 8 (a ring in shared memory)");
   const int lane = gemv_lane_elems(k), unroll = unroll_of(k, c);
   if (c.bk % (4 * lane) != 0 || (unroll != 1 && unroll != 2 && unroll != 4))
     fail(fmt::format("bk must be 1, 2 or 4 times {} (four lanes' 16 bytes of K)", 4 * lane));
   // Registers: the weight pieces (and scales) of two steps, the one multiplied and the next
-  // one in flight, this step's activations, and the accumulators.
+  // one in flight (with a ring, only the scales of the next), this step's activations, and
+  // the accumulators.
   const int64_t tiles = c.bn / 8, rows = g.m > 8 ? 2 : 1;
-  const int64_t weights = 2 * int64_t{unroll} * tiles * (4 + (g.b.dequant.active() ? 2 : 0));
+  const int64_t scales = g.b.dequant.active() ? 2 : 0;
+  const int64_t weights = int64_t{unroll} * tiles * (c.stages > 0 ? 4 + 2 * scales : 2 * (4 + scales));
   const int64_t held = weights + int64_t{unroll} * (lane / 8) * 4 * rows + tiles * 4;
   if (held > kMaxHeldRegisters)
     fail(fmt::format("each lane would hold {} registers of weights, activations and accumulators; more than {} spill",
                      held, kMaxHeldRegisters));
+  if (gemv_shared_bytes(k, c) > kMaxGemvSharedBytes)
+    fail(fmt::format("the ring of {} steps needs {} bytes of shared memory with the warps' sums; a block may have {}",
+                     c.stages, gemv_shared_bytes(k, c), kMaxGemvSharedBytes));
   if (c.split_k < 1 || c.split_k > 64) fail("split_k must be 1 to 64");
   if (c.split_k > 1) {
     if ((c.split_k - 1) * gemm_k_slice(k, c) >= g.k)
@@ -101,16 +118,17 @@ std::vector<TileConfig> gemm_gemv_sweep(const Kernel& k) {
   for (int bn : {8, 16, 32, 64})
     for (int warps : {2, 4, 8})
       for (int unroll : {1, 2, 4})
-        for (int split : {1, 2, 4, 8}) {
-          if (split > 1 && ceil_div(k.gemm.n, bn) * split > 8 * kTargetSMs) continue;
-          TileConfig c{.schedule = kGemv, .bm = 16, .bn = bn, .bk = 4 * lane * unroll, .warps_n = warps,
-                       .split_k = split};
-          try {
-            validate_gemm_gemv(k, c);
-            out.push_back(c);
-          } catch (const Error&) {
+        for (int split : {1, 2, 4, 8})
+          for (int stages : {0, 3, 5}) {
+            if (split > 1 && ceil_div(k.gemm.n, bn) * split > 8 * kTargetSMs) continue;
+            TileConfig c{.schedule = kGemv, .bm = 16, .bn = bn, .bk = 4 * lane * unroll, .warps_n = warps,
+                         .stages = stages, .split_k = split};
+            try {
+              validate_gemm_gemv(k, c);
+              out.push_back(c);
+            } catch (const Error&) {
+            }
           }
-        }
   return out;
 }
 
