@@ -5,8 +5,9 @@
 // multiplies this one's) or, with `stages` S, through its own slots of a ring of S steps in
 // shared memory (cp.async: S - 1 steps in flight, no registers held for them; no other
 // lane reads a lane's slots, so no barrier), dequantises them in registers with bit
-// tricks (i4 and i8 weights), and feeds mma.sync m16n8k16. With up to 8 rows the weight is the A fragment (16 weight rows a
-// product, the activations as B's 8 columns; columns past M are zeros), so that each
+// tricks (i4 and i8 weights), and feeds mma.sync m16n8k16. With up to 8 rows the weight
+// is the A fragment (16 weight rows a product, the activations as B's 8 columns; columns
+// past M are zeros), so that each
 // product consumes 256 weight elements; with 9 to 16 rows the activations are A (rows past
 // M are zeros) and each product takes 8 weight rows.
 //
@@ -241,7 +242,8 @@ private:
 
   // The ring: one slot of a step is unroll x tiles pieces of every thread, piece-major, so
   // that a warp's 16-byte accesses to one piece cover 512 consecutive bytes.
-  int64_t slot_bytes() const { return int64_t{unroll_} * tiles_ * 32 * c_.warps_n * 16; }
+  int64_t piece_bytes() const { return int64_t{32} * c_.warps_n * 16; }  // one piece of every thread
+  int64_t slot_bytes() const { return int64_t{unroll_} * tiles_ * piece_bytes(); }
 
   // Copies of the weight pieces of the step at `kc` into ring slot `slot` (zeros past K),
   // closed as one group.
@@ -252,7 +254,7 @@ private:
     for (int j = 0; j < tiles_; ++j)
       s += fmt::format("{}kiln_copy_async16_zfill(ring + {} * {}u + (u * {} + {}) * {}u, in ? (const void*)({}) : "
                        "(const void*){}, in ? 16u : 0u);\n",
-                       b, slot, slot_bytes(), tiles_, j, 32 * c_.warps_n * 16, weight_at(fmt::format("w_row{}", j), "k"),
+                       b, slot, slot_bytes(), tiles_, j, piece_bytes(), weight_at(fmt::format("w_row{}", j), "k"),
                        param(g_.b.arg));
     return s + in + "}\n" + in + "kiln_copy_async_commit();\n";
   }
@@ -263,9 +265,8 @@ private:
     s += fmt::format("{}#pragma unroll\n{}for (int u = 0; u < {}; ++u)\n{}#pragma unroll\n{}  for (int j = 0; j < {}; "
                      "++j)\n",
                      in, in, unroll_, in, in, tiles_);
-    s += fmt::format("{}    w_piece[u][j] = *reinterpret_cast<const uint4*>(kiln_smem + {} + {} * {}u + (u * {} + j) * "
-                     "{}u + threadIdx.x * 16u);\n",
-                     in, ir::gemv_sums_bytes(c_), slot, slot_bytes(), tiles_, 32 * c_.warps_n * 16);
+    s += fmt::format("{}    w_piece[u][j] = *reinterpret_cast<const uint4*>(my_slots + {} * {}u + (u * {} + j) * {}u);\n",
+                     in, slot, slot_bytes(), tiles_, piece_bytes());
     return s;
   }
 
@@ -427,7 +428,7 @@ private:
     const std::string b = in + "  ";
     if (!dequant()) {
       // f16 / bf16 weights: words (0, 1) and (2, 3) each make one product.
-        auto word = [&](int r, int w) {
+      auto word = [&](int r, int w) {
         return fmt::format("w_piece[u][{}].{}", weights_a_ ? fmt::format("2 * f + {}", r) : "f", kLanes[w]);
       };
       for (int step = 0; step < 2; ++step)
@@ -494,8 +495,9 @@ private:
                                 "stream through a ring of {} steps.\n",
                                 c_.warps_n, c_.bk, stages);
     s += fmt::format("  const long long kc0 = k_begin + (long long)warp * {};\n", c_.bk);
-    s += fmt::format("  const unsigned ring = (unsigned)__cvta_generic_to_shared(kiln_smem + {}) + threadIdx.x * 16u;\n",
+    s += fmt::format("  const unsigned char* my_slots = kiln_smem + {} + threadIdx.x * 16u;  // after the warps' sums\n",
                      ir::gemv_sums_bytes(c_));
+    s += "  const unsigned ring = (unsigned)__cvta_generic_to_shared(my_slots);\n";
     s += stream_arrays("  ", "_next", false);
     s += stream_loads("  ", "kc0", "_next", false);
     s += fmt::format("#pragma unroll\n  for (int ahead = 0; ahead < {}; ++ahead) {{\n", stages - 1);

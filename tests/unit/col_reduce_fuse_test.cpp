@@ -18,14 +18,18 @@
 namespace kiln {
 namespace {
 
-ir::Graph compiled(const std::string& text) {
+constexpr const char* kFusePipeline = "decompose,simplify,cse,dce,fuse,tile";
+
+ir::Graph compiled(const std::string& text, const std::string& pipeline = kFusePipeline) {
   ir::Graph g = ir::parse(text, "col_reduce_fuse_test");
   std::ostringstream quiet;
-  passes::PassManager("decompose,simplify,cse,dce,fuse,tile", {}, quiet).run(g);
+  passes::PassManager(pipeline, {}, quiet).run(g);
   return g;
 }
 
-std::vector<ir::Kernel> kernels_of(const std::string& text) { return passes::lower(compiled(text)).kernels; }
+std::vector<ir::Kernel> kernels_of(const std::string& text, const std::string& pipeline = kFusePipeline) {
+  return passes::lower(compiled(text, pipeline)).kernels;
+}
 
 int count_kind(const ir::Kernel& k, ir::ScalarKind kind) {
   int n = 0;
@@ -137,13 +141,11 @@ TEST(ColReduceFuse, ACastInputSharedWithAnEarlierReductionIsLoadedAgainNotWritte
 TEST(ColReduceFuse, SoftmaxOverALeadingAxisReadsTheInputInEveryKernel) {
   // max, then logsumexp of x - max, then the output: three kernels, nothing of x's size
   // written but the result.
-  ir::Graph g = ir::parse(R"(func @f(%x: f16[300,70]) -> (f16[300,70]) {
+  auto ks = kernels_of(R"(func @f(%x: f16[300,70]) -> (f16[300,70]) {
   %y = softmax %x {axis = 0} : f16[300,70]
   return %y
-})", "col_reduce_fuse_test");
-  std::ostringstream quiet;
-  passes::PassManager("decompose,simplify,cse,dce,online-softmax,fuse,tile", {}, quiet).run(g);
-  std::vector<ir::Kernel> ks = passes::lower(g).kernels;
+})",
+                       "decompose,simplify,cse,dce,online-softmax,fuse,tile");
   ASSERT_EQ(ks.size(), 3u);
   EXPECT_EQ(ks[0].kind, ir::KernelKind::ColReduce);
   EXPECT_EQ(ks[1].kind, ir::KernelKind::ColReduce);
