@@ -96,6 +96,30 @@ std::optional<Snap> snaps(const ir::Node& n, const Intermediates& at, int patter
               HostTensor(v.type, std::move(within))};
 }
 
+// Where the reference's value lies within `step` (the relative error of its op on a GPU)
+// of an integer it is not, that integer (`to`, under `mask`); nullopt where none does.
+// Pattern 2 takes it: pow of a negative base is NaN at every exponent but an integer,
+// so a GPU's powf landing on the integer next to the reference's value gives a number
+// where the reference has NaN, and the nudges either way step over the integer.
+std::optional<Snap> integer_snaps(const ir::Node& n, const Intermediates& at, double step) {
+  auto value = at.values.find(n.result);
+  if (value == at.values.end() || step <= 0) return std::nullopt;
+  const size_t count = value->second.values.size();
+  std::vector<double> mask(count, 0.0), to(count, 0.0);
+  bool any = false;
+  for (size_t e = 0; e < count; ++e) {
+    const double was = value->second.values[e], whole = std::nearbyint(was);
+    if (!std::isfinite(was) || whole == was || std::fabs(was) < 1 || std::fabs(was) >= 0x1p24) continue;
+    if (std::fabs(was - whole) > step * std::fabs(was)) continue;
+    any = true;
+    mask[e] = 1;
+    to[e] = whole;
+  }
+  if (!any) return std::nullopt;
+  return Snap{HostTensor({DType::i1, n.result->type.shape}, std::move(mask)), HostTensor(n.result->type, std::move(to)),
+              HostTensor(n.result->type, std::vector<double>(count, 0.0))};
+}
+
 // Casts that give their source back exactly: a widening of a float (f16, bf16 or fp8 to
 // f32; fp8 to f16 or bf16), or of an integer or boolean whose result (`value`) is within
 // the integers the float holds exactly (2^(fraction bits + 1)). Such an element is not
@@ -233,6 +257,8 @@ Nudged nudged(const ir::Graph& g, uint64_t seed, const Intermediates* at, int pa
         ir::Value* still_near = out.graph.add(ir::OpKind::Le, {out.graph.add(ir::OpKind::Abs, {r}), within});
         r = out.graph.add(ir::OpKind::Select, {mask, out.graph.add(ir::OpKind::Select, {still_near, to, r}), r});
       }
+      if (auto snap = at && pattern == 2 ? integer_snaps(*n, *at, step) : std::nullopt)
+        r = out.graph.add(ir::OpKind::Select, {extra(std::move(snap->mask)), extra(std::move(snap->to)), r});
     }
     map[n->result] = r;
   }

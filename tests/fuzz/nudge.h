@@ -34,7 +34,7 @@ struct Intermediates;
 // near-zero one to the zero of the other sign, 1 the values the other way round and every
 // near-zero one a unit the other way, 2 and 3 move
 // nothing but near-zero values, to the zero of their own sign (2) and a unit their own
-// way (3), 4 and up random throughout. Where a kernel cannot follow the reference (a
+// way (3), and 2 puts a value within its op's error of an integer on that integer, 4 and up random throughout. Where a kernel cannot follow the reference (a
 // var or a norm squaring values past fp32's range, an attention whose v holds an Inf:
 // magnitude.h), those elements become NaN in every try.
 struct Nudged {

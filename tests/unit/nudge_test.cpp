@@ -74,5 +74,25 @@ TEST(Nudge, FlagsOnlyTheElementsThatHangOnALastBit) {
   for (bool s : stable2[1]) EXPECT_TRUE(s);  // one ulp is far inside f16's bound
 }
 
+TEST(Nudge, APowerLandingNextToAnIntegerMayBeThatInteger) {
+  // (-0.3096721)^-9 is -38184.00213: the reference rounds it to -38184.004, a GPU's powf
+  // (4 ulps) may give -38184, and pow of the negative base to that is -inf where to
+  // -38184.004 it is NaN. The nudges of 4 ulps either way step over -38184; the snap
+  // onto the integer finds it.
+  ir::Graph g = ir::parse(R"(func @f(%x: f32[1], %n: i32[1]) -> (f32[1]) {
+  %m = cast %n : f32[1]
+  %p = pow %x, %m : f32[1]
+  %q = pow %x, %p : f32[1]
+  return %q
+}
+)",
+                          "nudge_test");
+  const std::vector<HostTensor> inputs = {HostTensor({DType::f32, {1}}, {-0.3096721}),
+                                          HostTensor({DType::i32, {1}}, {-9})};
+  const std::vector<HostTensor> want = ir::evaluate(g, inputs);
+  ASSERT_TRUE(std::isnan(want[0].values[0]));
+  EXPECT_FALSE(fuzz::stable_elements(g, inputs, want, {1e-2})[0][0]);
+}
+
 }  // namespace
 }  // namespace kiln
