@@ -52,17 +52,26 @@ constexpr Rule kRules[] = {
     {OpKind::Max, nullptr, "kiln_max({0}, {1})", "({0} > {1} ? {0} : {1})"},
     {OpKind::Min, nullptr, "kiln_min({0}, {1})", "({0} < {1} ? {0} : {1})"},
     {OpKind::Pow, nullptr, "powf({0}, {1})", nullptr},
-    {OpKind::Lt, nullptr, "({0} < {1})", "({0} < {1})"},
-    {OpKind::Le, nullptr, "({0} <= {1})", "({0} <= {1})"},
-    {OpKind::Gt, nullptr, "({0} > {1})", "({0} > {1})"},
-    {OpKind::Ge, nullptr, "({0} >= {1})", "({0} >= {1})"},
-    {OpKind::Eq, nullptr, "({0} == {1})", "({0} == {1})"},
+    // An ordered float compare also tests its operands for NaN (kiln_is_number says why).
+    {OpKind::Lt, nullptr, "({0} < {1} && kiln_is_number({0}) && kiln_is_number({1}))", "({0} < {1})"},
+    {OpKind::Le, nullptr, "({0} <= {1} && kiln_is_number({0}) && kiln_is_number({1}))", "({0} <= {1})"},
+    {OpKind::Gt, nullptr, "({0} > {1} && kiln_is_number({0}) && kiln_is_number({1}))", "({0} > {1})"},
+    {OpKind::Ge, nullptr, "({0} >= {1} && kiln_is_number({0}) && kiln_is_number({1}))", "({0} >= {1})"},
+    {OpKind::Eq, nullptr, "({0} == {1} && kiln_is_number({0}) && kiln_is_number({1}))", "({0} == {1})"},
     {OpKind::Ne, nullptr, "({0} != {1})", "({0} != {1})"},
     {OpKind::Select, nullptr, "({0} ? {1} : {2})", "({0} ? {1} : {2})"},
 };
 
 // Listed callees first; helper_definitions keeps this order.
 constexpr DeviceHelper kHelpers[] = {
+    // ptxas (CUDA 13.0) compiles an ordered compare of a value it knows is not negative
+    // (an abs, a square) against zero or less to the constant true, NaN or not: `fabsf(x)
+    // >= 0` and `x * x >= 0` become 1 (seen in the SASS). An integer test of the bits,
+    // which it keeps, gives NaN the false that IEEE and the reference give it; on a
+    // constant operand NVRTC folds the test away.
+    {"kiln_is_number",
+     "static __device__ __forceinline__ bool kiln_is_number(float x) {\n"
+     "  return (__float_as_uint(x) & 0x7fffffffu) <= 0x7f800000u;\n}\n"},
     // gelu (tanh) as x sigmoid(2 u), u = sqrt(2 / pi) (x + 0.044715 x^3): exp(-2 u) is
     // exp2(x (c1 + c2 x^2)) with the constants folded (c1 = -2 sqrt(2 / pi) log2(e), c2 =
     // 0.044715 c1), then one reciprocal: two multifunction-unit ops and five others an

@@ -106,6 +106,27 @@ TEST(PointwiseGpu, ComparisonsAndSelect) {
     }
 }
 
+// NaN compares false however the compiler knows its operand's sign: a square and an abs
+// of log(x) (NaN where x < 0) against zero, which ptxas once folded to true.
+TEST(PointwiseGpu, OrderedComparesOfNaNAreFalseWhereTheOperandCannotBeNegative) {
+  KILN_REQUIRE_GPU();
+  ir::Graph g("nan_compare");
+  ir::Value* x = g.add_input("x", {DType::f32, {1001}});
+  ir::Value* n = g.add(OpKind::Log, {x});
+  ir::Value* zero = g.constant(0.0, DType::f32);
+  ir::Value* square = g.add(OpKind::Mul, {n, n});
+  ir::Value* size = g.add(OpKind::Abs, {n});
+  g.add_output(g.add(OpKind::Le, {zero, square}));
+  g.add_output(g.add(OpKind::Ge, {size, zero}));
+  g.add_output(g.add(OpKind::Gt, {size, g.constant(-1.0, DType::f32)}));
+  g.add_output(g.add(OpKind::Eq, {size, size}));
+  const std::vector<HostTensor> inputs = ir::random_inputs(g, 7);
+  int negative = 0;
+  for (double v : inputs[0].values) negative += v < 0;
+  ASSERT_GT(negative, 100) << "the inputs must hold negative values for log to give NaN";
+  expect_matches_reference(g);
+}
+
 TEST(PointwiseGpu, IntegerOps) {
   KILN_REQUIRE_GPU();
   const OpKind ops[] = {OpKind::Add, OpKind::Sub, OpKind::Mul, OpKind::Div, OpKind::Max, OpKind::Min};

@@ -257,8 +257,20 @@ TEST(ScalarEmit, EveryElementwiseOpHasAnExpressionForEveryDtypeItAccepts) {
 
 TEST(ScalarEmit, ComparisonsOfHalvesSeeRoundedValues) {
   EXPECT_EQ(codegen::op_expr(ir::OpKind::Lt, {}, DType::i1, {DType::f16, DType::f16}, {"r0", "r1"}),
-            "(kiln_round_f16(r0) < kiln_round_f16(r1))");
-  EXPECT_EQ(codegen::op_expr(ir::OpKind::Lt, {}, DType::i1, {DType::f32, DType::f32}, {"r0", "r1"}), "(r0 < r1)");
+            "(kiln_round_f16(r0) < kiln_round_f16(r1) && kiln_is_number(kiln_round_f16(r0)) && "
+            "kiln_is_number(kiln_round_f16(r1)))");
+  EXPECT_EQ(codegen::op_expr(ir::OpKind::Lt, {}, DType::i1, {DType::i32, DType::i32}, {"r0", "r1"}), "(r0 < r1)");
+}
+
+// ptxas folds `x * x >= 0` and `fabsf(x) >= 0` to true, NaN or not; every ordered float
+// compare tests its operands' bits for NaN too, and ne (true on NaN) needs no test.
+TEST(ScalarEmit, OrderedFloatComparesTestForNaN) {
+  for (ir::OpKind op : {ir::OpKind::Lt, ir::OpKind::Le, ir::OpKind::Gt, ir::OpKind::Ge, ir::OpKind::Eq}) {
+    const std::string e = codegen::op_expr(op, {}, DType::i1, {DType::f32, DType::f32}, {"r0", "r1"});
+    EXPECT_TRUE(contains(e, "kiln_is_number(r0) && kiln_is_number(r1)")) << e;
+    EXPECT_TRUE(contains(codegen::helper_definitions(e), "(__float_as_uint(x) & 0x7fffffffu) <= 0x7f800000u"));
+  }
+  EXPECT_EQ(codegen::op_expr(ir::OpKind::Ne, {}, DType::i1, {DType::f32, DType::f32}, {"r0", "r1"}), "(r0 != r1)");
 }
 
 TEST(ScalarEmit, CastsRoundTheirSourceThenConvert) {
