@@ -139,10 +139,12 @@ namespace {
 // slices a thread keeps that tail to a few loads in flight at once.
 constexpr int kMaxSlicesPerThread = 8;
 
-// Slices of K for a block shape. Columns: until the grid holds about 1024 threads an
-// SM (half the slots: the sweep's best tall column means, 65536 x 256 and 50000 x 1024
-// f32, and no split where the column tiles alone reach it, as for a middle axis of
-// 8 x 4096 x 1024), while each thread keeps at least 16 vectors of its slice and the
+// Slices of K for a block shape. Columns: none where the column tiles alone hold about
+// 1024 threads an SM (a middle axis of 8 x 4096 x 1024, a wide 1024 x 32768: a split
+// there cost 6%), else until the grid holds every thread slot, 2048 an SM (with the
+// shuffle combine, 65536 x 256 f32 in 64 slices 18.4 us against 19.5 in 33, 50000 x 1024
+// in 16 slices 51.0 against 52.4 in 8, an f16 softmax over a leading axis 12% faster:
+// bench/NOTES.md), while each thread keeps at least 16 vectors of its slice and the
 // fold stays short. One column a block: until the blocks fill every SM twice (2^27
 // elements in 1056 blocks of 512), at least 8 vectors a thread.
 int default_split(const ColShape& s, const TileConfig& c) {
@@ -151,7 +153,8 @@ int default_split(const ColShape& s, const TileConfig& c) {
   const int64_t per_thread = s.one_column ? 8 * c.vec : 16;
   const int64_t by_work = std::max<int64_t>(1, s.k / (int64_t{c.k_threads} * per_thread));
   const int64_t wanted = s.one_column ? int64_t{2} * kTargetSMs * (kThreadsPerSM / block) : kTargetThreads / block;
-  const int64_t by_wave = std::max<int64_t>(1, wanted / col_blocks);
+  int64_t by_wave = std::max<int64_t>(1, wanted / col_blocks);
+  if (!s.one_column && by_wave > 1) by_wave = 2 * wanted / col_blocks;
   const int64_t by_fold = int64_t{kMaxSlicesPerThread} * c.k_threads;
   int64_t split = std::min({by_work, by_wave, by_fold, int64_t{kMaxSplit}});
   const int64_t scratch_cap = kMaxScratchBytes / (int64_t{4} * std::max(1, s.reduces) * s.n);

@@ -41,12 +41,12 @@ TEST(ColReduceCodegen, TallColumnSumReadsCoalesced16ByteVectorsAndSplitsK) {
   ASSERT_EQ(ks.size(), 1u);
   std::string cuda = codegen::emit_cuda(ks);
   EXPECT_TRUE(test::contains(cuda, "kiln_vec<float, 4>")) << cuda;
-  EXPECT_TRUE(test::contains(cuda, "__device__ float kiln_sq_k0_partials[8448];")) << cuda;  // 33 slices x 256
+  EXPECT_TRUE(test::contains(cuda, "__device__ float kiln_sq_k0_partials[16384];")) << cuda;  // 64 slices x 256
   EXPECT_EQ(count(cuda, "atomicAdd("), 1u) << cuda;  // the ticket only: partials are combined in order
   EXPECT_TRUE(test::contains(cuda, "__ldcg(&kiln_sq_k0_partials[")) << cuda;
   codegen::LaunchDims d = codegen::launch_dims(ks[0]);
   EXPECT_EQ(d.grid[0], 8u);    // 8 tiles of 32 columns
-  EXPECT_EQ(d.grid[1], 33u);   // K slices
+  EXPECT_EQ(d.grid[1], 64u);   // K slices
   EXPECT_EQ(d.block[0], 512u);  // 8 column threads x 64 along K
 }
 

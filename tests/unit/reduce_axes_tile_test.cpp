@@ -50,13 +50,17 @@ TEST(ReduceAxesTile, TallNarrowColumnsGetNarrowTilesAndAShortFold) {
   EXPECT_EQ(c.vec, 4);
   EXPECT_EQ(c.cols, 32);  // 8 threads of 4 columns: 128 bytes of each row
   EXPECT_EQ(c.k_threads, 64);
-  EXPECT_EQ(c.k_split, 33);  // 8 tiles x 33 slices of 512 threads: about 1024 threads an SM
+  EXPECT_EQ(c.k_split, 64);  // 8 tiles x 64 slices of 512 threads: every thread slot (16 vectors a thread)
   EXPECT_LE(c.k_split, 8 * c.k_threads);  // a short fold
   ir::TileConfig wide = ir::heuristic(kernel_of(col_reduce_test::column_graph("mean", "f32", 50000, 1024)));
   EXPECT_EQ(wide.cols, 32);
   EXPECT_LE(wide.k_split, 8 * wide.k_threads);
   const int64_t threads = (1024 / wide.cols) * wide.k_split * (wide.cols / wide.vec) * wide.k_threads;
   EXPECT_GE(threads, int64_t{ir::kTargetSMs} * 512);  // at least a quarter of every SM's thread slots
+  EXPECT_EQ(wide.k_split, 16);  // 32 tiles x 16 slices of 512 threads: every thread slot
+  // Where the column tiles alone hold about 1024 threads an SM, no split (one cost 6%).
+  ir::TileConfig flat = ir::heuristic(kernel_of(col_reduce_test::column_graph("mean", "f32", 1024, 32768)));
+  EXPECT_EQ(flat.k_split, 1);
 }
 
 TEST(ReduceAxesTile, TheSweepOfATallColumnReductionStaysSmall) {
