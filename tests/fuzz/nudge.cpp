@@ -97,10 +97,13 @@ std::optional<Snap> snaps(const ir::Node& n, const Intermediates& at, int patter
 }
 
 // Where the reference's value lies within `step` (the relative error of its op on a GPU)
-// of an integer it is not, that integer (`to`, under `mask`); nullopt where none does.
-// Pattern 2 takes it: pow of a negative base is NaN at every exponent but an integer,
-// so a GPU's powf landing on the integer next to the reference's value gives a number
-// where the reference has NaN, and the nudges either way step over the integer.
+// of an integer it is not, that integer; where it is an integer that has non-integer
+// neighbours in its dtype, the neighbour above (`to`, under `mask`); nullopt where
+// neither. Pattern 2 takes it: pow of a negative base is NaN at every exponent but an
+// integer, so a GPU's powf landing on the integer next to the reference's value gives a
+// number where the reference has NaN, or its exp2f one unit off an integer gives NaN
+// where the reference has a number; the nudges either way step over the integer, or
+// from one integer to the next (4987896 in f32, whose unit is 0.5, moved by 2.4 units).
 std::optional<Snap> integer_snaps(const ir::Node& n, const Intermediates& at, double step) {
   auto value = at.values.find(n.result);
   if (value == at.values.end() || step <= 0) return std::nullopt;
@@ -109,11 +112,13 @@ std::optional<Snap> integer_snaps(const ir::Node& n, const Intermediates& at, do
   bool any = false;
   for (size_t e = 0; e < count; ++e) {
     const double was = value->second.values[e], whole = std::nearbyint(was);
-    if (!std::isfinite(was) || whole == was || std::fabs(was) < 1 || std::fabs(was) >= 0x1p24) continue;
-    if (std::fabs(was - whole) > step * std::fabs(was)) continue;
+    if (!std::isfinite(was) || std::fabs(was) < 1 || std::fabs(was) >= 0x1p24) continue;
+    const double unit = std::ldexp(dtype_unit(n.result->type.dtype), std::ilogb(was));  // its dtype's spacing
+    if (whole == was && unit >= 1) continue;  // every neighbour is an integer too
+    if (whole != was && std::fabs(was - whole) > step * std::fabs(was)) continue;
     any = true;
     mask[e] = 1;
-    to[e] = whole;
+    to[e] = whole == was ? was + unit : whole;
   }
   if (!any) return std::nullopt;
   return Snap{HostTensor({DType::i1, n.result->type.shape}, std::move(mask)), HostTensor(n.result->type, std::move(to)),

@@ -94,5 +94,23 @@ TEST(Nudge, APowerLandingNextToAnIntegerMayBeThatInteger) {
   EXPECT_FALSE(fuzz::stable_elements(g, inputs, want, {1e-2})[0][0]);
 }
 
+TEST(Nudge, AnIntegerExponentMayBeOneUnitOff) {
+  // exp2(22.25) is 4987896 in f32 (a unit of 0.5): pow of a negative base to it is a
+  // number, and to a GPU's exp2f one unit off it is NaN. The nudges of 2 units either way
+  // round to the integers 4987897 and 4987895; the neighbour above, 4987896.5, finds it.
+  ir::Graph g = ir::parse(R"(func @f(%x: f32[1], %d: f32[1]) -> (f32[1]) {
+  %e = exp2 %d : f32[1]
+  %p = pow %x, %e : f32[1]
+  return %p
+}
+)",
+                          "nudge_test");
+  const std::vector<HostTensor> inputs = {HostTensor({DType::f32, {1}}, {-0.2119140625}),
+                                          HostTensor({DType::f32, {1}}, {22.25})};
+  const std::vector<HostTensor> want = ir::evaluate(g, inputs);
+  ASSERT_FALSE(std::isnan(want[0].values[0]));
+  EXPECT_FALSE(fuzz::stable_elements(g, inputs, want, {1e-5})[0][0]);
+}
+
 }  // namespace
 }  // namespace kiln
