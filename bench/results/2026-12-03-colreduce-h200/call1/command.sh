@@ -1,5 +1,5 @@
 #!/bin/bash
-# Device call 1: where a tall column sum's time goes (variants), the leading-axis softmax
+# Run 1 on the H200: where a tall column sum's time goes (variants), the leading-axis softmax
 # before and after the fusion fix, col_mean in kiln bench; then every GPU test in 4 shards
 # beside kiln-difftest on fresh seeds with outputs saved.
 set -u

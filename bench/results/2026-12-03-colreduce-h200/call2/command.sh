@@ -1,5 +1,5 @@
 #!/bin/bash
-# Device call 2: tail variants of the tall column sum; every GPU test (4 shards + the
+# Run 2 on the H200: tail variants of the tall column sum; every GPU test (4 shards + the
 # autotuner's) beside kiln-difftest on fresh seeds with outputs saved.
 set -u
 cd "$(dirname "$0")/.."

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Device call 4: the column reduce's shuffle combine (col_mean in kiln bench, tuner sweeps
+# Run 4 on the H200: the column reduce's shuffle combine (col_mean in kiln bench, tuner sweeps
 # of tall / wide / middle-axis reductions, softmax over each axis), then every GPU test
 # beside kiln-difftest on fresh seeds with outputs saved.
 set -u
