@@ -383,17 +383,23 @@ private:
     return s;
   }
 
-  // Leaves the combined state of column c in slot c of shared memory.
-  std::string shared_tree() const {
+  // Every reduction's acc<r>[t] written to its shared-memory slots at index `slot`.
+  std::string store_state(const std::string& slot, const std::string& indent) const {
     const int w = one_column_ ? 1 : c_.vec;
-    const std::string slot = one_column_ ? "kt" : fmt::format("kt * {}u + ct * {}u + t", width_, c_.vec);
     std::string s;
     for (int r : reduces_) {
       const std::vector<std::string> part = shared_state(r, slot), acc = state(r, "acc", "[t]");
       for (size_t j = 0; j < part.size(); ++j)
-        s += fmt::format("#pragma unroll\n  for (int t = 0; t < {}; ++t) {} = {};\n", w, part[j], acc[j]);
+        s += fmt::format("#pragma unroll\n{}for (int t = 0; t < {}; ++t) {} = {};\n", indent, w, part[j], acc[j]);
     }
-    s += "  __syncthreads();\n";
+    return s;
+  }
+
+  // Leaves the combined state of column c in slot c of shared memory.
+  std::string shared_tree() const {
+    const int w = one_column_ ? 1 : c_.vec;
+    const std::string slot = one_column_ ? "kt" : fmt::format("kt * {}u + ct * {}u + t", width_, c_.vec);
+    std::string s = store_state(slot, "  ") + "  __syncthreads();\n";
     if (c_.k_threads > 1) {
       s += fmt::format("  for (unsigned s = {}u; s > 0; s >>= 1) {{\n    if (kt < s) {{\n", c_.k_threads / 2);
       const std::string other = one_column_ ? "kt + s" : fmt::format("(kt + s) * {}u + ct * {}u + t", width_, c_.vec);
@@ -429,12 +435,7 @@ private:
     const std::string slot = one_column_ ? "threadIdx.x / 32u" : fmt::format("threadIdx.x / 32u * {}u + ct * {}u + t",
                                                                              width_, c_.vec);
     s += fmt::format("  if (threadIdx.x % 32u < {}u) {{\n", col_threads_);
-    for (int r : reduces_) {
-      const std::vector<std::string> part = shared_state(r, slot), acc = state(r, "acc", "[t]");
-      for (size_t j = 0; j < part.size(); ++j)
-        s += fmt::format("#pragma unroll\n    for (int t = 0; t < {}; ++t) {} = {};\n", w, part[j], acc[j]);
-    }
-    s += "  }\n  __syncthreads();\n";
+    s += store_state(slot, "    ") + "  }\n  __syncthreads();\n";
     if (warps > 1) {
       s += fmt::format("  for (unsigned c = threadIdx.x; threadIdx.x < 32u && c < {}u; c += 32u) {{\n", width_);
       for (int r : reduces_) {

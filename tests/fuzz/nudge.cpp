@@ -104,7 +104,10 @@ std::optional<Snap> snaps(const ir::Node& n, const Intermediates& at, int patter
 // number where the reference has NaN, or its exp2f one unit off an integer gives NaN
 // where the reference has a number; the nudges either way step over the integer, or
 // from one integer to the next (4987896 in f32, whose unit is 0.5, moved by 2.4 units).
-std::optional<Snap> integer_snaps(const ir::Node& n, const Intermediates& at, double step) {
+struct IntegerSnap {
+  HostTensor mask, to;
+};
+std::optional<IntegerSnap> integer_snaps(const ir::Node& n, const Intermediates& at, double step) {
   auto value = at.values.find(n.result);
   if (value == at.values.end() || step <= 0) return std::nullopt;
   const size_t count = value->second.values.size();
@@ -121,8 +124,8 @@ std::optional<Snap> integer_snaps(const ir::Node& n, const Intermediates& at, do
     to[e] = whole == was ? was + unit : whole;
   }
   if (!any) return std::nullopt;
-  return Snap{HostTensor({DType::i1, n.result->type.shape}, std::move(mask)), HostTensor(n.result->type, std::move(to)),
-              HostTensor(n.result->type, std::vector<double>(count, 0.0))};
+  return IntegerSnap{HostTensor({DType::i1, n.result->type.shape}, std::move(mask)),
+                     HostTensor(n.result->type, std::move(to))};
 }
 
 // Casts that give their source back exactly: a widening of a float (f16, bf16 or fp8 to
