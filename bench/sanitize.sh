@@ -11,6 +11,8 @@
 # KILN_SANITIZE_TOOLS picks tools (default "memcheck racecheck synccheck initcheck");
 # KILN_SANITIZE_SHARDS=N splits each tool's GPU-test run into N gtest shards that run
 # side by side (default 1), so that the whole suite fits a shorter stay on the machine.
+# KILN_SANITIZE_TESTS narrows the GPU tests to a gtest pattern (default every `*Gpu.*`
+# test), e.g. 'ColReduceGpu.*:ReduceAxesGpu.*' after a change to those kernels.
 #   usage: bench/sanitize.sh [LOG_DIR]
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
@@ -24,6 +26,7 @@ fi
 limit="${KILN_SANITIZE_TIMEOUT:-1800}"
 tools=" ${KILN_SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck} "
 shards="${KILN_SANITIZE_SHARDS:-1}"
+tests="${KILN_SANITIZE_TESTS:-*Gpu.*}"
 export KILN_CACHE_DIR="${KILN_CACHE_DIR:-/tmp/kiln-cache}"
 skip='*Large*:*EightThousand*:AutotunerGpu.*:BenchVendorGpu.*:CublasGpu.*:*Timing*:*Bandwidth*'
 skip+=':*LongRankOne*:*LongSoftmax*:*EveryCandidate*:*EveryTileCandidate*:*EveryKindOfConfig*'
@@ -48,13 +51,13 @@ run() {
 for tool in memcheck racecheck synccheck; do
   [[ "$tools" == *" $tool "* ]] || continue
   if (( shards <= 1 )); then
-    run "$tool-gpu-tests" "$tool" build/tests/kiln_gpu_tests --gtest_filter="*Gpu.*:-$skip" || status=1
+    run "$tool-gpu-tests" "$tool" build/tests/kiln_gpu_tests --gtest_filter="$tests:-$skip" || status=1
     continue
   fi
   pids=()
   for ((shard = 0; shard < shards; ++shard)); do
     GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$shard \
-      run "$tool-gpu-tests-$shard" "$tool" build/tests/kiln_gpu_tests --gtest_filter="*Gpu.*:-$skip" &
+      run "$tool-gpu-tests-$shard" "$tool" build/tests/kiln_gpu_tests --gtest_filter="$tests:-$skip" &
     pids+=($!)
   done
   for pid in "${pids[@]}"; do wait "$pid" || status=1; done
