@@ -145,6 +145,16 @@ bool holds_an_integer_exactly(const ir::Node& n, double value) {
          std::fabs(value) <= 2.0 / dtype_unit(n.result->type.dtype);
 }
 
+// The distance from `value` to its neighbour away from zero in a 16- or 8-bit float
+// dtype: one unit at its binade, or the subnormals' spacing below the normal range.
+double spacing_at(DType t, double value) {
+  const double subnormal = t == DType::f16      ? 0x1p-24
+                           : t == DType::f8e4m3 ? 0x1p-9
+                           : t == DType::f8e5m2 ? 0x1p-16
+                                                : 0x1p-133;  // bf16
+  return std::max(std::ldexp(dtype_unit(t), std::ilogb(value)), subnormal);
+}
+
 // Ops whose result is one of their operands' values, or its negation: nothing rounds.
 bool copies_a_value(ir::OpKind op) {
   switch (op) {
@@ -222,17 +232,53 @@ const HostTensor* out_of_range(const ir::Value& v, const Intermediates& at) {
   return nullptr;
 }
 
+// The reach of a value that moves with its operand: a view of it (the same view of the
+// reach), or its negation, absolute value or exact widening (the same reach).
+ir::Value* carried_reach(ir::Graph& out, const ir::Node& n,
+                         const std::unordered_map<const ir::Value*, ir::Value*>& reach) {
+  if (n.operands.size() != 1) return nullptr;
+  auto from = reach.find(n.operands[0]);
+  if (from == reach.end()) return nullptr;
+  if (ir::op_info(n.op).category == ir::OpCategory::View)
+    return out.add(n.op, {from->second}, n.attrs, TensorType{DType::f32, n.result->type.shape});
+  if (n.op == ir::OpKind::Neg || n.op == ir::OpKind::Abs || widens_a_float(n)) return from->second;
+  return nullptr;
+}
+
+// `eq` / `ne` of two values closer than their nudges' reach: a kernel may give either
+// answer, anywhere in that reach, not only at its ends where the nudges put the values
+// (an attention output within its error of an input equal to the neighbour the GPU rounds
+// to). Such elements take the other answer. Strictly closer: exact equal values stay.
+ir::Value* flip_ties(ir::Graph& out, const ir::Node& n, const std::vector<ir::Value*>& operands, ir::Value* r,
+                     const std::unordered_map<const ir::Value*, ir::Value*>& reach) {
+  ir::Value* far = nullptr;
+  for (const ir::Value* o : n.operands)
+    if (auto f = reach.find(o); f != reach.end()) far = far ? out.add(ir::OpKind::Add, {far, f->second}) : f->second;
+  if (!far || !is_float(n.operands[0]->type.dtype)) return r;
+  auto wide = [&](ir::Value* v) { return out.add(ir::OpKind::Cast, {v}, {}, TensorType{DType::f32, v->type.shape}); };
+  ir::Value* apart = out.add(ir::OpKind::Abs, {out.add(ir::OpKind::Sub, {wide(operands[0]), wide(operands[1])})});
+  ir::Value* tie = out.add(ir::OpKind::Lt, {apart, far});
+  const ir::OpKind other = n.op == ir::OpKind::Eq ? ir::OpKind::Ne : ir::OpKind::Eq;
+  return out.add(ir::OpKind::Select, {tie, out.add(other, operands, n.attrs, n.result->type), r});
+}
+
 }  // namespace
 
 Nudged nudged(const ir::Graph& g, uint64_t seed, const Intermediates* at, int pattern) {
   std::mt19937_64 rng(seed);
   Nudged out{ir::Graph(g.name()), {}};
   std::unordered_map<const ir::Value*, ir::Value*> map;
+  // How far each nudge may move a value of g either way, as an f32 value of the nudged
+  // graph (absent: not at all); `eq` and `ne` read it.
+  std::unordered_map<const ir::Value*, ir::Value*> reach;
   for (const ir::Value* in : g.inputs()) map[in] = out.graph.add_input(in->name, in->type);
   for (const ir::Node* n : g.nodes()) {
     std::vector<ir::Value*> operands;
     for (const ir::Value* o : n->operands) operands.push_back(map.at(o));
     ir::Value* r = out.graph.add(n->op, operands, n->attrs, n->result->type);
+    if (ir::Value* far = carried_reach(out.graph, *n, reach)) reach[n->result] = far;
+    if (at && pattern == 2 && (n->op == ir::OpKind::Eq || n->op == ir::OpKind::Ne))
+      r = flip_ties(out.graph, *n, operands, r, reach);
     if (rounds(*n)) {
       const TensorType& t = n->result->type;
       auto extra = [&](HostTensor v) {  // a nudge's values, as an extra input
@@ -245,12 +291,46 @@ Nudged nudged(const ir::Graph& g, uint64_t seed, const Intermediates* at, int pa
       const HostTensor* was = nullptr;  // the cast's results in the reference, to tell exact ones
       if (at && n->op == ir::OpKind::Cast)
         if (auto v = at->values.find(n->result); v != at->values.end()) was = &v->second;
-      std::vector<double> f(static_cast<size_t>(t.numel()));
-      for (size_t e = 0; e < f.size(); ++e)
-        f[e] = was && holds_an_integer_exactly(*n, was->values[e]) ? 1.0 : 1.0 + sign_for(pattern, e, rng) * step;
+      // A 16- or 8-bit result whose value the reference knows moves by its own spacing:
+      // a factor of one unit moves values in the lower part of a binade by two spacings
+      // once rounded (0.2285 by 1 - 2^-7 to 0.2266 in bf16), past the neighbour a kernel
+      // rounding the other way gives, which an `eq` or `ne` against it tells apart.
+      const HostTensor* known = nullptr;
+      if (at && !exact && t.dtype != DType::f32)
+        if (auto v = at->values.find(n->result); v != at->values.end()) known = &v->second;
+      std::vector<double> f(static_cast<size_t>(t.numel())), spacing(known ? f.size() : 0, 0.0);
+      for (size_t e = 0; e < f.size(); ++e) {
+        const double sign = sign_for(pattern, e, rng);
+        if (was && holds_an_integer_exactly(*n, was->values[e])) {
+          f[e] = 1.0;
+        } else if (known && std::isfinite(known->values[e]) && known->values[e] != 0) {
+          f[e] = 1.0;
+          spacing[e] = sign * spacing_at(t.dtype, known->values[e]);
+        } else {
+          f[e] = 1.0 + sign * step;
+        }
+      }
       r = out.graph.add(ir::OpKind::Mul, {r, extra(HostTensor(t, std::move(f)))});
-      if (auto shift = at ? absolute_shift(*n, *at, pattern, rng) : std::nullopt)
-        r = out.graph.add(ir::OpKind::Add, {r, extra(std::move(*shift))});
+      std::optional<HostTensor> shift = at ? absolute_shift(*n, *at, pattern, rng) : std::nullopt;
+      if (at) {  // the reach: a factor's move at the reference's value, a spacing, a shift
+        const HostTensor* value = known;
+        if (auto v = at->values.find(n->result); !value && v != at->values.end()) value = &v->second;
+        const std::optional<HostTensor> most = absolute_shift(*n, *at, 0, rng);
+        std::vector<double> far(static_cast<size_t>(t.numel()), 0.0);
+        for (size_t e = 0; value && e < far.size(); ++e) {
+          const double v = value->values[e];
+          if (!std::isfinite(v)) continue;
+          far[e] = known && v != 0 ? spacing_at(t.dtype, v) : std::fabs(v) * step;
+          if (most) far[e] += std::fabs(most->values[e]);
+        }
+        reach[n->result] = extra(HostTensor({DType::f32, t.shape}, std::move(far)));
+      }
+      if (known) {
+        if (shift)
+          for (size_t e = 0; e < spacing.size(); ++e) spacing[e] += shift->values[e];
+        shift = HostTensor(t, std::move(spacing));
+      }
+      if (shift) r = out.graph.add(ir::OpKind::Add, {r, extra(std::move(*shift))});
       // Where a kernel cannot follow the reference (magnitude.h: out_of_range), NaN marks
       // those elements, and every element made from them flips.
       if (const HostTensor* past = at ? out_of_range(*n->result, *at) : nullptr) {

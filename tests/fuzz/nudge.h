@@ -24,6 +24,8 @@ struct Intermediates;
 // fp32, 2 for exp or rsqrt, 4 for pow: CUDA's table of maximum ulp errors; 1 for f16 and
 // bf16, whose rounding dwarfs it), the sign s drawn per element from `seed`: a mean of
 // values of both signs moves too, as it would under independent roundings. Given the
+// reference's intermediates `at`, a nonzero 16- or 8-bit value moves by one spacing of
+// its dtype at its own magnitude instead (to the neighbour a kernel may round to). Given the
 // reference's intermediates `at`, a value whose op has a magnitude (magnitude.h) also
 // moves by about log2(terms) fp32 units of it either way (an extra input added; terms:
 // the elements a sum folds into each result, 1 for other ops), and an element that is

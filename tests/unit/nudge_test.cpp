@@ -112,5 +112,50 @@ TEST(Nudge, AnIntegerExponentMayBeOneUnitOff) {
   EXPECT_FALSE(fuzz::stable_elements(g, inputs, want, {1e-5})[0][0]);
 }
 
+TEST(Nudge, ASixteenBitResultMovesToItsNeighbour) {
+  // exp(-1.4765625) rounds to 0.228515625 (234 / 1024) in bf16; a kernel rounding the
+  // other way gives 233 / 1024, which is y, and `ne` turns false. A factor of 1 - 2^-7
+  // rounds to 232 / 1024 and 1 + 2^-7 to 236 / 1024, so neither try flips the compare;
+  // a move of one spacing does.
+  ir::Graph g = ir::parse(R"(func @f(%x: bf16[1], %y: bf16[1]) -> (i1[1]) {
+  %e = exp %x : bf16[1]
+  %c = ne %e, %y : i1[1]
+  return %c
+}
+)",
+                          "nudge_test");
+  const std::vector<HostTensor> inputs = {HostTensor({DType::bf16, {1}}, {-1.4765625}),
+                                          HostTensor({DType::bf16, {1}}, {233.0 / 1024})};
+  const std::vector<HostTensor> want = ir::evaluate(g, inputs);
+  ASSERT_EQ(want[0].values[0], 1.0);
+  EXPECT_FALSE(fuzz::stable_elements(g, inputs, want, {1e-4})[0][0]);
+}
+
+TEST(Nudge, AnEqualityWithinItsOperandsReachMayGoEitherWay) {
+  // q = 0 weighs both keys by 1/2: the output is (1 - 0.54296875) / 2 = 0.228515625
+  // (234 / 1024) in bf16. Attention's error is a bf16 unit of its largest |v| (2^-7,
+  // eight spacings here), so a kernel may give 233 / 1024, which is y. The nudges move
+  // the output nine spacings either way, past y; `ne` against a value that close takes
+  // the other answer in one try.
+  ir::Graph g = ir::parse(R"(func @f(%q: bf16[1,3], %k: bf16[2,3], %v: bf16[2,1], %y: bf16[1,1]) -> (i1[1,1]) {
+  %a = attention %q, %k, %v {scale = 1.0, causal = false} : bf16[1,1]
+  %c = ne %a, %y : i1[1,1]
+  return %c
+}
+)",
+                          "nudge_test");
+  const std::vector<HostTensor> inputs = {HostTensor({DType::bf16, {1, 3}}, {0, 0, 0}),
+                                          HostTensor({DType::bf16, {2, 3}}, {0.5, -1, 2, 0.25, 1, -3}),
+                                          HostTensor({DType::bf16, {2, 1}}, {1.0, -0.54296875}),
+                                          HostTensor({DType::bf16, {1, 1}}, {233.0 / 1024})};
+  const std::vector<HostTensor> want = ir::evaluate(g, inputs);
+  ASSERT_EQ(want[0].values[0], 1.0);
+  EXPECT_FALSE(fuzz::stable_elements(g, inputs, want, {1e-4})[0][0]);
+  // Far from y (by more than the reach), the answer holds.
+  std::vector<HostTensor> far = inputs;
+  far[3] = HostTensor({DType::bf16, {1, 1}}, {0.25});
+  EXPECT_TRUE(fuzz::stable_elements(g, far, ir::evaluate(g, far), {1e-4})[0][0]);
+}
+
 }  // namespace
 }  // namespace kiln
