@@ -12,6 +12,12 @@
 //     Consumers either split each tile along M (warps_m of them) or take the block's
 //     tiles in turns (warps_n = 2, ping-pong: one's epilogue overlaps the other's
 //     products, since the stages fill in tile order).
+//   the hand-off (`handoff = 1`): the consumers round a tile's products to their 16-bit
+//     dtype into one tile of shared memory and go on to the next tile; the producer
+//     warpgroup's other three warps read it back by rows and run the epilogue there, so
+//     that the Tensor Cores keep multiplying through it. Two mbarriers pass the tile:
+//     `staged` (the consumers' warps have written it) and `drained` (the epilogue's warps
+//     have read it).
 //   clusters of 2 (`cluster = 2`): the two blocks take two tiles one above the other,
 //     which read the same columns of B; each producer loads its own A tile and half of
 //     the B tile, multicast into the shared memory of both blocks, so B crosses from L2
@@ -40,6 +46,8 @@ namespace {
 
 constexpr int kWarpgroup = 128;
 constexpr int kProducerRegisters = 40;
+constexpr int kHandoffProducerRegisters = 56;  // the epilogue warps: the body on 8 values; consumers get 224
+constexpr int kEpilogueThreads = kWarpgroup - 32;  // the producer warpgroup's three warps past the loading one
 constexpr int kMaxRegisters = 240;  // a consumer's claim: the file has 64 K registers an SM
 constexpr int kSliceK = 16;         // K of one wgmma product
 constexpr int kStripVec = 8;        // columns per epilogue call, read back from a strip or the partials
@@ -63,6 +71,7 @@ public:
     split_ = std::max(1, c_.split_k);
     slice_steps_ = ceil_div(k_steps_, split_);
     stage_bytes_ = a_.tile_bytes() + b_.tile_bytes();
+    if (c_.handoff) handoff_dtype_ = ir::wgmma_handoff_dtype(k).value_or(DType::f16);
   }
 
   std::string emit() const {
@@ -104,6 +113,10 @@ private:
       s += fmt::format("//   clusters of {} blocks on tiles one above the other: each loads its A tile and {} columns of "
                        "B, multicast to both\n",
                        cluster_, c_.bn / cluster_);
+    if (c_.handoff)
+      s += fmt::format("//   the consumers hand each tile to the producer warpgroup's other 3 warps as {} in shared "
+                       "memory (rows of {} bytes); those run the epilogue\n",
+                       dtype_name(handoff_dtype_), ir::wgmma_handoff_row_bytes(c_));
     s += "//   epilogue: " + epilogue_.describe() + "\n";
     return s;
   }
@@ -150,12 +163,25 @@ private:
     s += "  const unsigned smem = ((unsigned)__cvta_generic_to_shared(kiln_smem) + 1023u) & ~1023u;\n";
     s += fmt::format("  const unsigned full = smem + {}u, empty = full + {}u;  // one 8-byte mbarrier a stage each\n",
                      c_.stages * stage_bytes_, 8 * c_.stages);
+    if (c_.handoff) {
+      s += fmt::format("  // The hand-off's two mbarriers, then its tile of {} rows of {} bytes.\n", c_.bm,
+                       ir::wgmma_handoff_row_bytes(c_));
+      s += fmt::format("  const unsigned staged = empty + {}u, drained = staged + 8u;\n", 8 * c_.stages);
+      s += "  unsigned char* const handoff = kiln_smem + (drained + 8u - (unsigned)__cvta_generic_to_shared(kiln_smem));\n";
+    }
     s += "  if (threadIdx.x == 0) {\n";
     s += fmt::format("    for (int s = 0; s < {}; ++s) {{\n", c_.stages);
     s += "      kiln_mbarrier_init(full + 8u * s, 1u);  // the producer's arrival, then the bytes\n";
     s += fmt::format("      kiln_mbarrier_init(empty + 8u * s, {}u);  // one arrival per warp of the consumers of a tile{}\n",
                      4 * c_.warps_m * cluster_, cluster_ > 1 ? " in each block" : "");
-    s += "    }\n    kiln_mbarrier_init_fence();\n  }\n";
+    s += "    }\n";
+    if (c_.handoff) {
+      s += fmt::format("    kiln_mbarrier_init(staged, {}u);  // one arrival per consumer warp: the tile is written\n",
+                       4 * c_.warps_m);
+      s += fmt::format("    kiln_mbarrier_init(drained, {}u);  // one per epilogue warp: the tile is read\n",
+                       kEpilogueThreads / 32);
+    }
+    s += "    kiln_mbarrier_init_fence();\n  }\n";
     if (cluster_ > 1) {
       s += "  kiln_cluster_sync();  // the other block's barriers are ready before anything lands in them\n";
       s += "  const unsigned rank = kiln_cluster_rank();  // which tile of the cluster's pair, which half of B\n";
@@ -200,10 +226,11 @@ private:
 
   std::string producer() const {
     std::string s = "  if (warpgroup == 0) {  // the producer\n";
-    s += fmt::format("    kiln_registers_release<{}>();\n", kProducerRegisters);
+    s += fmt::format("    kiln_registers_release<{}>();\n", producer_registers());
     // In a cluster the whole first warp walks the stages (its first thread issues the
     // loads), so that no thread of it waits at the cluster barrier while another works.
-    if (cluster_ > 1) s += "    if (threadIdx.x >= 32) " + leave() + "\n";
+    if (c_.handoff) s += handoff_epilogue() + "    if (threadIdx.x != 0) return;\n";
+    else if (cluster_ > 1) s += "    if (threadIdx.x >= 32) " + leave() + "\n";
     else s += "    if (threadIdx.x != 0) return;\n";
     s += "    int stage = 0;\n    unsigned phase = 0;\n";
     s += tile_loop("    ");
@@ -233,9 +260,16 @@ private:
                              fmt::format("(unsigned short){}", (1 << cluster_) - 1));
   }
 
+  int producer_registers() const { return c_.handoff ? kHandoffProducerRegisters : kProducerRegisters; }
+
+  // A thread's registers at launch (ptxas gives each the 64 K file over the block's
+  // threads, in 8s, at most 255), plus the consumers' share of what the producer warpgroup
+  // gives back. setmaxnreg.inc waits until the block's pool holds the claim, so a claim
+  // past it (the file's 64 K rather than the 168 x 384 the block holds) hangs the block.
   int consumer_registers() const {
-    const int free = (65536 - kProducerRegisters * kWarpgroup) / (kWarpgroup * consumers_);
-    return std::min(kMaxRegisters, free / 8 * 8);
+    const int launch = std::min(255, 65536 / (kWarpgroup * (consumers_ + 1))) / 8 * 8;
+    const int claim = launch + (launch - producer_registers()) / consumers_;
+    return std::min(kMaxRegisters, claim / 8 * 8);
   }
 
   std::string consumer() const {
@@ -250,7 +284,8 @@ private:
     s += "  (void)part;\n  (void)turn;\n";
     s += "  const int warp = (int)threadIdx.x / 32 % 4, lane = (int)threadIdx.x % 32;\n";
     s += fmt::format("  float acc[{}][{}];\n", frags_, regs);
-    if (split_ <= 1) {
+    if (c_.handoff) s += "  unsigned handed = 0;  // tiles handed to the epilogue warps so far\n";
+    if (split_ <= 1 && !c_.handoff) {
       s += "  // This warp's epilogue strip, past the stages and their barriers.\n";
       s += fmt::format("  float* const strip = reinterpret_cast<float*>(kiln_smem + (empty + {}u - "
                        "(unsigned)__cvta_generic_to_shared(kiln_smem))) + (consumer * 4 + warp) * {};\n",
@@ -298,7 +333,7 @@ private:
     if (c_.warps_n > 1) s += "    kiln_named_barrier_arrive(3 - turn, 256);  // the other consumer's turn\n";
     s += "    kiln_wgmma_wait<0>();\n";
     s += "    if (lane == 0) " + release_stage("previous") + "\n";
-    s += split_ > 1 ? split_epilogue() : epilogue();
+    s += split_ > 1 ? split_epilogue() : c_.handoff ? hand_off() : epilogue();
     s += "  }\n";
     if (cluster_ > 1) s += "  kiln_cluster_leave();\n";
     return s;
@@ -320,6 +355,67 @@ private:
     s += "        const int col = n0 + j * 8 + (lane % 4) * 2;\n";
     s += visit("row", "col", "4 * j") + visit("row + 8", "col", "4 * j + 2");
     return s + "      }\n    }\n";
+  }
+
+  // The consumers' side of the hand-off: once the epilogue warps have read the last tile,
+  // each thread writes its products as 16-bit pairs (a warp's 8 rows of a pair of columns
+  // fall in distinct banks: rows are padded by 16 bytes), and each warp arrives once.
+  std::string hand_off() const {
+    const int64_t row_bytes = ir::wgmma_handoff_row_bytes(c_);
+    const bool bf16 = handoff_dtype_ == DType::bf16;
+    std::string s = "    (void)batch;  // the epilogue warps store the tile\n";
+    s += "    // Hand the tile to the epilogue warps, rounded to its dtype as the epilogue would.\n";
+    s += "    if (handed > 0) kiln_mbarrier_wait(drained, (handed - 1u) & 1u);  // they have read the last one\n";
+    auto bits = [&](const std::string& value) {
+      return bf16 ? "(unsigned)__bfloat16_as_ushort(__float2bfloat16_rn(" + value + "))"
+                  : "(unsigned)__half_as_ushort(__float2half_rn(" + value + "))";
+    };
+    s += accumulator_loop([&](const std::string& row, const std::string& col, const std::string& first) {
+      return fmt::format("        *reinterpret_cast<unsigned*>(handoff + ({} - m0) * {} + ({} - n0) * 2) = {} | ({} << 16);\n",
+                         row, row_bytes, col, bits("acc[f][" + first + "]"), bits("acc[f][" + first + " + 1]"));
+    });
+    s += "    __syncwarp();\n";
+    s += "    if (lane == 0) kiln_mbarrier_arrive(staged);\n";
+    s += "    ++handed;\n";
+    return s;
+  }
+
+  // The epilogue warps (threads 32.. of the producer warpgroup): for each of the block's
+  // tiles, wait for it, read it by 8 consecutive columns a thread (a warp reads whole rows),
+  // run the epilogue on them, and give the tile back.
+  std::string handoff_epilogue() const {
+    const int64_t row_bytes = ir::wgmma_handoff_row_bytes(c_);
+    const int per_row = c_.bn / kStripVec, vectors = c_.bm * per_row;
+    const bool bf16 = handoff_dtype_ == DType::bf16;
+    std::string s = "    if (threadIdx.x >= 32) {  // the epilogue warps\n";
+    s += "      const int lane = (int)threadIdx.x % 32;\n";
+    s += "      unsigned handed = 0;\n";
+    s += tile_loop("      ");
+    s += tile_coordinates("        ");
+    s += "        kiln_mbarrier_wait(staged, handed & 1u);  // the consumers have written it\n";
+    s += fmt::format("#pragma unroll 4\n        for (int v = (int)threadIdx.x - 32; v < {}; v += {}) {{\n", vectors,
+                     kEpilogueThreads);
+    s += fmt::format("          const int r = v / {}, q = v % {};\n", per_row, per_row);
+    s += fmt::format("          const uint4 w = *reinterpret_cast<const uint4*>(handoff + r * {} + q * 16);\n",
+                     row_bytes);
+    s += "          float values[8];\n";
+    s += "          const unsigned words[4] = {w.x, w.y, w.z, w.w};\n";
+    s += "#pragma unroll\n          for (int i = 0; i < 4; ++i) {\n";
+    if (bf16) {
+      s += "            values[2 * i] = __uint_as_float(words[i] << 16);\n";
+      s += "            values[2 * i + 1] = __uint_as_float(words[i] & 0xffff0000u);\n";
+    } else {
+      s += "            values[2 * i] = __half2float(__ushort_as_half((unsigned short)(words[i] & 0xffffu)));\n";
+      s += "            values[2 * i + 1] = __half2float(__ushort_as_half((unsigned short)(words[i] >> 16)));\n";
+    }
+    s += "          }\n";
+    s += "          " + epilogue_.call("m0 + r", fmt::format("n0 + q * {}", kStripVec), "values");
+    s += "        }\n";
+    s += "        __syncwarp();\n";
+    s += "        if (lane == 0) kiln_mbarrier_arrive(drained);  // this warp has read the tile\n";
+    s += "        ++handed;\n";
+    s += "      }\n      return;\n    }\n";
+    return s;
   }
 
   // Split K: each unit stores its fp32 partial sums, then takes its tile's ticket; the
@@ -433,6 +529,7 @@ private:
   int consumers_ = 1, rows_ = 64, frags_ = 1, cluster_ = 1;
   int64_t tiles_m_ = 0, cluster_rows_ = 0, tiles_n_ = 0, k_steps_ = 0, split_ = 1, slice_steps_ = 0;
   int stage_bytes_ = 0;
+  DType handoff_dtype_ = DType::f16;  // the hand-off tile's dtype
 };
 
 }  // namespace

@@ -42,6 +42,7 @@ constexpr Field kFields[] = {
     {"stages", &TileConfig::stages},
     {"group", &TileConfig::group},
     {"split_k", &TileConfig::split_k},
+    {"handoff", &TileConfig::handoff},
     {"br", &TileConfig::br},
     {"bc", &TileConfig::bc},
     {"warps", &TileConfig::warps},

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ir/attrs.h"
+#include "ir/dtype.h"
 
 namespace kiln::ir {
 
@@ -66,6 +67,10 @@ struct TileConfig {
   int stages = 0;
   int group = 0;
   int split_k = 0;
+  // wgmma: 1 hands each tile's products, rounded to their 16-bit dtype, to the producer
+  // warpgroup's other three warps through shared memory; they run the epilogue while the
+  // consumers multiply the next tile (the Tensor Cores would idle through it otherwise).
+  int handoff = 0;
 
   // Attention (`schedule` and `stages` as for GEMM): a block owns `br` query rows of one
   // batch entry, `warps` warps of br / warps rows each, and streams the keys and values
@@ -194,6 +199,12 @@ int64_t wgmma_stage_bytes(const Kernel& k, const TileConfig& config);
 inline constexpr int kWgmmaStripColumns = 32;
 inline constexpr int kWgmmaStripStride = kWgmmaStripColumns + 8;  // floats a strip row takes
 int64_t wgmma_strip_bytes(const TileConfig& config);
+// The hand-off (`handoff = 1`): the tile's products in their 16-bit dtype, rows padded by
+// 16 bytes so that a warp's stores of its fragments fall in distinct banks; the dtype is
+// nullopt where the product is not rounded to 16 bits before the epilogue reads it.
+inline constexpr int kWgmmaHandoffPad = 16;
+std::optional<kiln::DType> wgmma_handoff_dtype(const Kernel& k);
+int64_t wgmma_handoff_row_bytes(const TileConfig& config);
 int64_t wgmma_shared_bytes(const Kernel& k, const TileConfig& config);
 
 // The gemv schedule's rules (ir/tile_config_gemm_gemv.cpp), which the gemm rules call:

@@ -17,7 +17,11 @@
 // multicasts it to both, so B crosses from L2 once a pair (a third less traffic at
 // 128 x 256); the pairs need an even count of tile rows, one consumer set a block and
 // no K split. Measured on the H200 level with single blocks (the product is not bound by
-// L2; bench/NOTES.md), so the heuristic leaves them to the tuner.
+// L2; bench/NOTES.md), so the heuristic leaves them to the tuner. handoff = 1 gives
+// the epilogue to the producer warpgroup's three idle warps, through a 16-bit copy of
+// the tile in shared memory; that copy takes a stage's room (128 x 256 tiles keep three
+// stages), and on the H200 the lost stage cost the 4096^3 product more than the
+// overlapped epilogue saved (bench/NOTES.md): a tuning candidate, not the default.
 #include <fmt/format.h>
 
 #include <optional>
@@ -63,14 +67,28 @@ int64_t wgmma_stage_bytes(const Kernel& k, const TileConfig& c) {
 }
 
 int64_t wgmma_strip_bytes(const TileConfig& c) {
-  if (c.split_k > 1) return 0;
+  if (c.split_k > 1 || c.handoff) return 0;
   return int64_t{c.warps_m} * c.warps_n * 4 * 16 * kWgmmaStripStride * 4;  // 4 warps a consumer, 16 rows each
 }
 
+std::optional<DType> wgmma_handoff_dtype(const Kernel& k) {
+  std::optional<DType> t;
+  for (const ScalarOp& op : k.body) {
+    if (op.kind != ScalarKind::Acc) continue;
+    if ((op.dtype != DType::f16 && op.dtype != DType::bf16) || (t && *t != op.dtype)) return std::nullopt;
+    t = op.dtype;
+  }
+  return t;
+}
+
+int64_t wgmma_handoff_row_bytes(const TileConfig& c) { return int64_t{c.bn} * 2 + kWgmmaHandoffPad; }
+
 int64_t wgmma_shared_bytes(const Kernel& k, const TileConfig& c) {
   // The stages, two mbarriers a stage, the epilogue's strips, and room to align the
-  // stages to 1024 bytes (the 128-byte swizzle repeats every 8 rows of 128 bytes).
-  return c.stages * wgmma_stage_bytes(k, c) + 16 * c.stages + wgmma_strip_bytes(c) + 1024;
+  // stages to 1024 bytes (the 128-byte swizzle repeats every 8 rows of 128 bytes); with
+  // the hand-off, its two mbarriers and the 16-bit tile instead of the strips.
+  const int64_t handoff = c.handoff ? 16 + c.bm * wgmma_handoff_row_bytes(c) : 0;
+  return c.stages * wgmma_stage_bytes(k, c) + 16 * c.stages + wgmma_strip_bytes(c) + handoff + 1024;
 }
 
 void validate_gemm_wgmma(const Kernel& k, const TileConfig& c) {
@@ -112,6 +130,13 @@ void validate_gemm_wgmma(const Kernel& k, const TileConfig& c) {
                        "multiple of 64",
                        c.bn));
   }
+  if (c.handoff < 0 || c.handoff > 1) fail("handoff must be 0 or 1");
+  if (c.handoff) {
+    if (c.warps_n != 1 || c.split_k > 1 || cluster > 1)
+      fail("the hand-off takes one tile at a time from the consumers (warps_n = 1), without a K split or a cluster");
+    if (!wgmma_handoff_dtype(k))
+      fail("the hand-off passes the products rounded to f16 or bf16, and this product's result is not");
+  }
   if (c.split_k > 1) {
     if (c.warps_n != 1) fail("consumers taking tiles in turns (warps_n = 2) do not split K");
     const int64_t steps = ceil_div(k.gemm.k, c.bk), slice = ceil_div(steps, c.split_k);
@@ -150,6 +175,12 @@ std::vector<TileConfig> gemm_wgmma_sweep(const Kernel& k) {
       for (int split : wgmma_splits(k, s.bm, s.bn))
         add(TileConfig{.schedule = kWgmma, .bm = s.bm, .bn = s.bn, .bk = bk, .warps_m = s.warps_m,
                        .warps_n = s.warps_n, .stages = stages, .group = 8, .split_k = split});
+    for (int stages : {3, 4}) {  // the epilogue on the producer's warps (where the 16-bit tile fits)
+      TileConfig c{.schedule = kWgmma, .bm = s.bm, .bn = s.bn, .bk = bk, .warps_m = s.warps_m, .warps_n = s.warps_n,
+                   .stages = stages, .group = 8, .split_k = 1};
+      c.handoff = 1;
+      add(c);
+    }
     for (int stages : {4, 5}) {  // pairs of blocks sharing B (where the tile rows pair up)
       TileConfig c{.schedule = kWgmma, .bm = s.bm, .bn = s.bn, .bk = bk, .warps_m = s.warps_m, .warps_n = s.warps_n,
                    .stages = stages, .group = 8, .split_k = 1};

@@ -1,7 +1,8 @@
 // The wgmma schedule on the GPU: every wgmma candidate of products with tails in M, N
 // and K (aligned rows, so that TMA loads them) in all four transposes, split K (every
 // candidate, and the same bits every run), batched products with a broadcast weight,
-// fused epilogues with several outputs on the default config, each against the reference.
+// fused epilogues with several outputs on the default config and on every candidate (the
+// hand-off's epilogue warps among them), each against the reference.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -94,6 +95,30 @@ TEST(GemmWgmmaGpu, FusedEpilogueWithSeveralOutputsOnTheDefaultConfig) {
   for (size_t i = 0; i < got.size(); ++i) {
     Comparison c = compare(got[i], want[i], rel_l2_bound_for(*g.ir().outputs()[i]));
     EXPECT_TRUE(c.passed) << "output " << i << ": " << c.str();
+  }
+}
+
+// The hand-off's epilogue warps run the whole fused body: a bias, a GELU and the
+// pre-activation as a second output, on tiles cut by M and N, in f16 and bf16.
+TEST(GemmWgmmaGpu, EveryCandidateOfAFusedEpilogueWithTails) {
+  KILN_REQUIRE_GPU();
+  for (DType dt : {DType::f16, DType::bf16}) {
+    SCOPED_TRACE(dtype_name(dt));
+    kiln::Graph g("mlp");
+    auto x = g.input("x", dt, {1000, 264});
+    auto w = g.input("w", dt, {584, 264});
+    auto bias = g.input("bias", dt, {584});
+    auto h = (kiln::matmul(x, w, false, true) + bias).name("h");
+    g.output(kiln::gelu(h, "tanh").name("y"));
+    g.output(h);
+    const runtime::TuneResult r = gpu_test::every_candidate_passes(g.ir());
+    EXPECT_GE(wgmma_trials(r), 12);
+    EXPECT_GE(std::count_if(r.trials.begin(), r.trials.end(),
+                            [](const runtime::Trial& t) {
+                              return t.config.handoff == 1 && (t.status == runtime::TrialStatus::Ok ||
+                                                               t.status == runtime::TrialStatus::StoppedEarly);
+                            }),
+              4);
   }
 }
 

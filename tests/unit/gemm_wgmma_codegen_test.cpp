@@ -282,5 +282,70 @@ TEST(GemmWgmma, ClusteredKernelsCompileWithoutWarningOrSpillInEveryTranspose) {
   EXPECT_GE(std::count_if(all.begin(), all.end(), [](const ir::TileConfig& c) { return c.cluster == 2; }), 6);
 }
 
+ir::Kernel handed_off(ir::Kernel k) {
+  k.config.handoff = 1;
+  k.config.stages = 3;
+  ir::validate(k, k.config);
+  return k;
+}
+
+TEST(GemmWgmma, TheHandOffSaysWhichRule) {
+  const ir::Kernel k = product(DType::f16, 4096, 4096, 4096);
+  auto error = rule_error;
+  EXPECT_EQ(error(k, handed_off(k).config), "(no error)");
+  ir::TileConfig c = handed_off(k).config;
+  c.stages = 4;  // four 48 KB stages and the 16-bit tile pass the shared memory
+  EXPECT_TRUE(contains(error(k, c), "bytes of shared memory")) << error(k, c);
+  c = handed_off(k).config;
+  c.handoff = 2;
+  EXPECT_TRUE(contains(error(k, c), "handoff must be 0 or 1")) << error(k, c);
+  c = handed_off(k).config;
+  c.cluster = 2;
+  EXPECT_TRUE(contains(error(k, c), "without a K split or a cluster")) << error(k, c);
+  c = handed_off(k).config;
+  c.bm = 64;
+  c.warps_m = 1;
+  c.warps_n = 2;
+  EXPECT_TRUE(contains(error(k, c), "one tile at a time")) << error(k, c);
+}
+
+TEST(GemmWgmma, HandedOffKernelsCompileWithoutWarningOrSpillInEveryTranspose) {
+  for (DType dt : {DType::f16, DType::bf16})
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        SCOPED_TRACE(fmt::format("{} transpose_a {} transpose_b {}", dtype_name(dt), ta, tb));
+        const ir::Kernel k = handed_off(product(dt, 4096, 4096, 4096, ta, tb, /*gelu=*/true));
+        const std::string cuda = codegen::emit_cuda(k);
+        for (const char* part : {"kiln_mbarrier_wait(staged, handed & 1u)", "kiln_mbarrier_arrive(drained)",
+                                 "kiln_mbarrier_wait(drained, (handed - 1u) & 1u)", "kiln_registers_release<56>()", "kiln_registers_claim<224>()"})
+          EXPECT_TRUE(contains(cuda, part)) << part;
+        const std::string log = compile_log(k);
+        EXPECT_FALSE(contains(log, "warning")) << log;
+        EXPECT_EQ(spill_bytes(log), 0) << log;
+      }
+  const std::vector<ir::TileConfig> all = ir::candidates(product(DType::f16, 4096, 4096, 4096));
+  EXPECT_GE(std::count_if(all.begin(), all.end(), [](const ir::TileConfig& c) { return c.handoff == 1; }), 6);
+}
+
+// setmaxnreg.inc waits until the block's pool of registers (what it got at launch) holds
+// the claim: the producer's release and the consumers' claims of every candidate fit it.
+TEST(GemmWgmma, EveryCandidateClaimsNoMoreRegistersThanTheBlockHolds) {
+  int checked = 0;
+  for (const ir::TileConfig& c : ir::candidates(product(DType::f16, 4096, 4096, 4096, false, false, true))) {
+    if (c.schedule != ir::kWgmma) continue;
+    ir::Kernel k = product(DType::f16, 4096, 4096, 4096, false, false, true);
+    k.config = c;
+    const std::string cuda = codegen::emit_cuda(k);
+    std::smatch release, claim;
+    ASSERT_TRUE(std::regex_search(cuda, release, std::regex("kiln_registers_release<([0-9]+)>\\(\\)"))) << c.str();
+    ASSERT_TRUE(std::regex_search(cuda, claim, std::regex("kiln_registers_claim<([0-9]+)>\\(\\)"))) << c.str();
+    const int threads = ir::gemm_threads(c), consumers = threads / 128 - 1;
+    const int launch = std::min(255, 65536 / threads) / 8 * 8;
+    EXPECT_LE(128 * std::stoi(release[1]) + 128 * consumers * std::stoi(claim[1]), launch * threads) << c.str();
+    ++checked;
+  }
+  EXPECT_GE(checked, 20);
+}
+
 }  // namespace
 }  // namespace kiln

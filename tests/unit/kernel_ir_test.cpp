@@ -479,7 +479,7 @@ TEST(TileConfig, UnknownAttributeIsAnError) {
     EXPECT_STREQ(e.what(),
                  "tile config: unknown field 'bq' (known: threads, elems, vec, row_threads, rows, stream, "
                  "shared_elems, cluster, cols, k_threads, k_split, schedule, bm, bn, bk, warps_m, warps_n, stages, "
-                 "group, split_k, br, bc, warps)");
+                 "group, split_k, handoff, br, bc, warps)");
   }
 }
 
