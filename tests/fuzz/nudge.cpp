@@ -269,7 +269,7 @@ Nudged nudged(const ir::Graph& g, uint64_t seed, const Intermediates* at, int pa
   Nudged out{ir::Graph(g.name()), {}};
   std::unordered_map<const ir::Value*, ir::Value*> map;
   // How far each nudge may move a value of g either way, as an f32 value of the nudged
-  // graph (absent: not at all); `eq` and `ne` read it.
+  // graph (absent: not at all); `eq` and `ne` read it in pattern 2, the only one that fills it.
   std::unordered_map<const ir::Value*, ir::Value*> reach;
   for (const ir::Value* in : g.inputs()) map[in] = out.graph.add_input(in->name, in->type);
   for (const ir::Node* n : g.nodes()) {
@@ -288,16 +288,15 @@ Nudged nudged(const ir::Graph& g, uint64_t seed, const Intermediates* at, int pa
       };
       const bool exact = copies_a_value(n->op) || widens_a_float(*n);
       const double step = exact ? 0.0 : dtype_unit(t.dtype) * (t.dtype == DType::f32 ? fp32_ulps(n->op) : 1.0);
-      const HostTensor* was = nullptr;  // the cast's results in the reference, to tell exact ones
-      if (at && n->op == ir::OpKind::Cast)
-        if (auto v = at->values.find(n->result); v != at->values.end()) was = &v->second;
-      // A 16- or 8-bit result whose value the reference knows moves by its own spacing:
+      const HostTensor* value = nullptr;  // the reference's result
+      if (at)
+        if (auto v = at->values.find(n->result); v != at->values.end()) value = &v->second;
+      // A cast's results tell exact ones; a 16- or 8-bit result moves by its own spacing:
       // a factor of one unit moves values in the lower part of a binade by two spacings
       // once rounded (0.2285 by 1 - 2^-7 to 0.2266 in bf16), past the neighbour a kernel
       // rounding the other way gives, which an `eq` or `ne` against it tells apart.
-      const HostTensor* known = nullptr;
-      if (at && !exact && t.dtype != DType::f32)
-        if (auto v = at->values.find(n->result); v != at->values.end()) known = &v->second;
+      const HostTensor* was = n->op == ir::OpKind::Cast ? value : nullptr;
+      const HostTensor* known = !exact && t.dtype != DType::f32 ? value : nullptr;
       std::vector<double> f(static_cast<size_t>(t.numel())), spacing(known ? f.size() : 0, 0.0);
       for (size_t e = 0; e < f.size(); ++e) {
         const double sign = sign_for(pattern, e, rng);
@@ -312,9 +311,7 @@ Nudged nudged(const ir::Graph& g, uint64_t seed, const Intermediates* at, int pa
       }
       r = out.graph.add(ir::OpKind::Mul, {r, extra(HostTensor(t, std::move(f)))});
       std::optional<HostTensor> shift = at ? absolute_shift(*n, *at, pattern, rng) : std::nullopt;
-      if (at) {  // the reach: a factor's move at the reference's value, a spacing, a shift
-        const HostTensor* value = known;
-        if (auto v = at->values.find(n->result); !value && v != at->values.end()) value = &v->second;
+      if (at && pattern == 2) {  // the reach, for flip_ties: a factor's move, a spacing, a shift
         const std::optional<HostTensor> most = absolute_shift(*n, *at, 0, rng);
         std::vector<double> far(static_cast<size_t>(t.numel()), 0.0);
         for (size_t e = 0; value && e < far.size(); ++e) {
