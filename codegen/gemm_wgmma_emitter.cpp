@@ -364,7 +364,8 @@ private:
     const int64_t row_bytes = ir::wgmma_handoff_row_bytes(c_);
     const bool bf16 = handoff_dtype_ == DType::bf16;
     std::string s = "    (void)batch;  // the epilogue warps store the tile\n";
-    s += "    // Hand the tile to the epilogue warps, rounded to its dtype as the epilogue would.\n";
+    s += "    // Hand the tile to the epilogue warps, rounded to the product's dtype (the one\n";
+    s += "    // rounding the hand-off adds: the other epilogues read the fp32 sums).\n";
     s += "    if (handed > 0) kiln_mbarrier_wait(drained, (handed - 1u) & 1u);  // they have read the last one\n";
     auto bits = [&](const std::string& value) {
       return bf16 ? "(unsigned)__bfloat16_as_ushort(__float2bfloat16_rn(" + value + "))"

@@ -19,7 +19,6 @@ bool rounds_in_registers(ir::OpKind op) {
   switch (ir::op_info(op).category) {
     case OpCategory::Cast:
     case OpCategory::Compare:
-    case OpCategory::Matmul:
     case OpCategory::Dequant: return true;
     default: return op == ir::OpKind::Attention;
   }
@@ -66,6 +65,11 @@ private:
       std::optional<TensorType> type;
       if (info.type_from_annotation) type = TensorType{operands[0]->type.dtype, n.result->type.shape};
       r = out_.graph.add(n.op, operands, n.attrs, type);
+    } else if (info.category == OpCategory::Matmul && low_precision(n.result->type.dtype)) {
+      // Tensor Cores read the operands at their dtype; the fp32 sums stay wide.
+      for (const ir::Value* o : n.operands) operands.push_back(cast(stored(o), DType::f32));
+      r = out_.graph.add(n.op, operands, n.attrs);
+      ++out_.widened;
     } else if (info.category == OpCategory::Source || rounds_in_registers(n.op) ||
                !low_precision(n.result->type.dtype)) {
       for (const ir::Value* o : n.operands) operands.push_back(stored(o));

@@ -10,8 +10,8 @@
 // cast back to the dtype (rounding as the kernel's store does) appears where the graph's
 // outputs leave it. It keeps the roundings that the kernels do in registers
 // (codegen/scalar_emit.h, codegen/gemm_epilogue.cpp): a cast and a compare read their
-// operand rounded to its dtype and a cast rounds its result; a matmul rounds its fp32
-// sum to its dtype and reads operands of their dtype (tensor cores take f16 / bf16);
+// operand rounded to its dtype and a cast rounds its result; a matmul reads operands of
+// their dtype (tensor cores take f16 / bf16) and keeps its fp32 sums wide;
 // dequant and attention read and give values of their dtypes (their kernels round the
 // same way). Constants and iotas are rounded to their dtype in both.
 //

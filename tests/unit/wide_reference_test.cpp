@@ -63,9 +63,9 @@ TEST(WideReference, ACastStillReadsItsOperandRounded) {
   for (double v : wide.values) EXPECT_TRUE(std::isinf(v));
 }
 
-TEST(WideReference, AProductRoundsItsSum) {
-  // The gemm epilogue rounds the fp32 accumulator to f16: a sum past 65504 is inf in
-  // both references, and the divisions after it cannot bring it back.
+TEST(WideReference, AProductKeepsItsSum) {
+  // The gemm epilogue reads the fp32 sums: a sum past 65504, inf per op, stays finite
+  // in the wide reference, and the divisions after it bring it back into range.
   ir::Graph g = ir::parse(R"(func @f(%x: f16[8,64]) -> (f16[8,8]) {
   %k = const 1000.0 : f16[]
   %a = mul %x, %k : f16[8,64]
@@ -82,7 +82,7 @@ TEST(WideReference, AProductRoundsItsSum) {
   for (size_t e = 0; e < per_op.values.size(); ++e)
     if (std::isinf(per_op.values[e])) {
       ++overflowed;
-      EXPECT_EQ(wide.values[e], per_op.values[e]) << e;
+      EXPECT_TRUE(std::isfinite(wide.values[e])) << e << ": " << wide.values[e];
     }
   EXPECT_GT(overflowed, 8);  // the diagonal at least: sums of squares
 }
