@@ -199,9 +199,9 @@ int64_t wgmma_stage_bytes(const Kernel& k, const TileConfig& config);
 inline constexpr int kWgmmaStripColumns = 32;
 inline constexpr int kWgmmaStripStride = kWgmmaStripColumns + 8;  // floats a strip row takes
 int64_t wgmma_strip_bytes(const TileConfig& config);
-// The hand-off (`handoff = 1`): the tile's products in their 16-bit dtype, rows padded by
-// 16 bytes so that a warp's stores of its fragments fall in distinct banks; the dtype is
-// nullopt where the product is not rounded to 16 bits before the epilogue reads it.
+// The hand-off (`handoff = 1`): the tile's products rounded to their 16-bit dtype, rows
+// padded by 16 bytes so that a warp's stores of its fragments fall in distinct banks; the
+// dtype is nullopt where the product's dtype is not f16 or bf16.
 inline constexpr int kWgmmaHandoffPad = 16;
 std::optional<kiln::DType> wgmma_handoff_dtype(const Kernel& k);
 int64_t wgmma_handoff_row_bytes(const TileConfig& config);
