@@ -42,11 +42,15 @@ std::vector<double> map2(const HostTensor& a, const HostTensor& b, const Shape& 
 
 double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 
-double gelu_erf(double x) { return 0.5 * x * (1.0 + std::erf(x * std::numbers::sqrt2 / 2)); }
+// 0.5 x (1 + erf(x / sqrt 2)) as 0.5 x erfc(-x / sqrt 2): below about -8, 1 + erf cancels
+// to 0 even in double, while the kernels keep the tiny result.
+double gelu_erf(double x) { return 0.5 * x * std::erfc(-x * std::numbers::sqrt2 / 2); }
 
+// 0.5 x (1 + tanh(u)) as x sigmoid(2 u), for the same reason: 1 + tanh(u) cancels from
+// about x = -7.
 double gelu_tanh(double x) {
   const double k = std::sqrt(2.0 / std::numbers::pi);
-  return 0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x)));
+  return x * sigmoid(2 * k * (x + 0.044715 * x * x * x));
 }
 
 // NaN-propagating max / min (as torch.maximum), unlike std::fmax which drops a NaN.

@@ -54,10 +54,21 @@ TEST(InterpreterUnary, GeluErf) {
   expect_values(run_op(OpKind::Gelu, {f32({3}, {1, -1, 0})}), {0.8413447460685429, -0.15865525393145707, 0});
 }
 
+TEST(InterpreterUnary, GeluErfKeepsItsTailWhereOnePlusErfCancels) {
+  // 1 + erf(-10 / sqrt 2) is 0 in double; the result is -10 Phi(-10) = -7.6e-23.
+  expect_values(run_op(OpKind::Gelu, {f32({2}, {-10, -8.375})}), {-7.619853024160593e-23, -2.3124996322324106e-16});
+}
+
 TEST(InterpreterUnary, GeluTanh) {
   // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) at x = 1 and 2.
   HostTensor out = run_op(OpKind::Gelu, {f32({2}, {1, 2})}, attrs({{"approximate", std::string("tanh")}}));
   expect_values(out, {0.8411919906082768, 1.954597694087775});
+}
+
+TEST(InterpreterUnary, GeluTanhKeepsItsTailWhereOnePlusTanhCancels) {
+  // 1 + tanh(u) at x = -8 is 0 in double; x sigmoid(2 u) is -3.1e-21.
+  HostTensor out = run_op(OpKind::Gelu, {f32({1}, {-8})}, attrs({{"approximate", std::string("tanh")}}));
+  expect_values(out, {-3.107782937501113e-21});
 }
 
 TEST(InterpreterCast, FloatToI32TruncatesAndSaturates) {
