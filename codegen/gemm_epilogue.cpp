@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "codegen/gemm_common.h"
 #include "codegen/scalar_emit.h"
 #include "ir/error.h"
@@ -109,9 +111,31 @@ std::string GemmEpilogue::index_code(const std::vector<int64_t>& coeffs, const s
                      batch_offset_code(batch_dims(k_), batch_coeffs, "batch"), coeffs[r - 2], col, coeffs[r - 1]);
 }
 
-std::string GemmEpilogue::function_params() const {
+std::vector<int> GemmEpilogue::preloadable() const {
+  std::vector<int> out;
+  for (int i : inputs_) {
+    const std::vector<int64_t>& st = k_.args.at(static_cast<size_t>(i)).strides;
+    bool invariant = mode_of(i) == Mode::Vector;
+    for (size_t d = 0; d + 1 < st.size(); ++d) invariant = invariant && st[d] == 0;
+    if (invariant) out.push_back(i);
+  }
+  return out;
+}
+
+std::string GemmEpilogue::preloaded_type(int arg) const { return fmt::format("kiln_vec<{}, {}>", type_of(arg), vec_); }
+
+std::string GemmEpilogue::preload(int arg, const std::string& n) const {
+  const std::string vt = preloaded_type(arg);
+  return fmt::format("({} < {} ? *reinterpret_cast<const {}*>({} + {}) : {}{{}})", n, k_.gemm.n, vt, params_[arg], n, vt);
+}
+
+std::string GemmEpilogue::function_params(bool preloaded) const {
+  const std::vector<int> ahead = preloaded ? preloadable() : std::vector<int>{};
   std::vector<std::string> params;
-  for (int i : inputs_) params.push_back(fmt::format("const {}* __restrict__ {}", type_of(i), params_[i]));
+  for (int i : inputs_)
+    params.push_back(std::find(ahead.begin(), ahead.end(), i) != ahead.end()
+                         ? fmt::format("const {}& p{}", preloaded_type(i), i)
+                         : fmt::format("const {}* __restrict__ {}", type_of(i), params_[i]));
   for (int o : outputs_) params.push_back(fmt::format("{}* __restrict__ {}", type_of(o), params_[o]));
   params.push_back("const unsigned batch");
   params.push_back("const int m");
@@ -170,14 +194,17 @@ std::string store_vector(const std::string& at, const std::string& value, DType 
 
 }  // namespace
 
-std::string GemmEpilogue::vector_function() const {
+std::string GemmEpilogue::vector_function(bool preloaded) const {
   const int64_t M = k_.gemm.m, N = k_.gemm.n;
+  const std::vector<int> ahead = preloaded ? preloadable() : std::vector<int>{};
+  auto is_ahead = [&](int i) { return std::find(ahead.begin(), ahead.end(), i) != ahead.end(); };
   // kChecked = false: the caller knows the columns to be inside the output, so no
   // branch stands between one call's loads and stores and the next call's.
-  std::string s = fmt::format("template <bool kChecked>\nstatic __device__ __forceinline__ void {}_epilogue({}) {{\n",
-                              k_.name, function_params());
+  std::string s = fmt::format("template <bool kChecked>\nstatic __device__ __forceinline__ void {}_epilogue{}({}) {{\n",
+                              k_.name, preloaded ? "_preloaded" : "", function_params(preloaded));
   s += fmt::format("  if (kChecked && (m >= {} || n >= {})) return;\n", M, N);
-  for (int i : inputs_) s += fmt::format("  const long long row{} = {};\n", i, row_offset(i));
+  for (int i : inputs_)
+    if (!is_ahead(i)) s += fmt::format("  const long long row{} = {};\n", i, row_offset(i));
   for (int o : outputs_)
     s += fmt::format("  const long long row{} = (long long)batch * {}ll + (long long)m * {}ll;\n", o, M * N, N);
   auto element_call = [&](bool full) {
@@ -200,7 +227,8 @@ std::string GemmEpilogue::vector_function() const {
   for (int i : inputs_) {
     const Mode m = mode_of(i);
     const std::string vt = fmt::format("kiln_vec<{}, {}>", type_of(i), vec_);
-    if (m == Mode::Vector)
+    if (m == Mode::Vector && is_ahead(i)) s += fmt::format("    const {}& v{} = p{};\n", vt, i, i);
+    else if (m == Mode::Vector)
       s += fmt::format("    const {} v{} = *reinterpret_cast<const {}*>({} + row{} + n);\n", vt, i, vt, params_[i], i);
     if (m == Mode::Uniform) s += fmt::format("    const {} v{} = {}[row{}];\n", type_of(i), i, params_[i], i);
   }
@@ -221,7 +249,9 @@ std::string GemmEpilogue::vector_function() const {
   return s + "}\n";
 }
 
-std::string GemmEpilogue::functions() const { return element_function() + vector_function(); }
+std::string GemmEpilogue::functions() const {
+  return element_function() + vector_function(false) + (preloadable().empty() ? "" : vector_function(true));
+}
 
 std::string GemmEpilogue::call(const std::string& m, const std::string& n, const std::string& acc,
                                bool checked) const {
@@ -233,6 +263,24 @@ std::string GemmEpilogue::call(const std::string& m, const std::string& n, const
   args.push_back(n);
   args.push_back(acc);
   return fmt::format("{}_epilogue<{}>({});\n", k_.name, checked ? "true" : "false", fmt::join(args, ", "));
+}
+
+}  // namespace kiln::codegen
+
+namespace kiln::codegen {
+
+std::string GemmEpilogue::call_preloaded(const std::string& m, const std::string& n, const std::string& acc,
+                                         const std::string& prefix) const {
+  const std::vector<int> ahead = preloadable();
+  std::vector<std::string> args;
+  for (int i : inputs_)
+    args.push_back(std::find(ahead.begin(), ahead.end(), i) != ahead.end() ? prefix + std::to_string(i) : params_[i]);
+  for (int o : outputs_) args.push_back(params_[o]);
+  args.push_back("batch");
+  args.push_back(m);
+  args.push_back(n);
+  args.push_back(acc);
+  return fmt::format("{}_epilogue_preloaded<true>({});\n", k_.name, fmt::join(args, ", "));
 }
 
 }  // namespace kiln::codegen

@@ -27,14 +27,25 @@ public:
   // "%bias one vector per row segment; outputs %y 16-byte vectors" for the header.
   std::string describe() const;
 
+  // Inputs read as one vector per call whose vector does not depend on the row or the
+  // batch entry (a bias along N): a caller may load them ahead (`preload`, zeros past N)
+  // and pass them to `call_preloaded`, so that their loads' latency hides behind other
+  // work instead of standing between a call's loads and its math.
+  std::vector<int> preloadable() const;
+  std::string preload(int arg, const std::string& n) const;  // the vector at column n
+  std::string preloaded_type(int arg) const;
+  // As `call`, with preloadable input `arg` given as the vector `prefix` + arg.
+  std::string call_preloaded(const std::string& m, const std::string& n, const std::string& acc,
+                             const std::string& prefix) const;
+
 private:
   enum class Mode { Vector, Uniform, Strided };
   Mode mode_of(int arg) const;
   std::string element_function() const;
-  std::string vector_function() const;
+  std::string vector_function(bool preloaded) const;
   std::string index_code(const std::vector<int64_t>& coeffs, const std::string& col) const;
   std::string row_offset(int arg) const;
-  std::string function_params() const;  // the vector function's parameters
+  std::string function_params(bool preloaded) const;  // the vector function's parameters
   std::string type_of(int arg) const;
 
   const ir::Kernel& k_;

@@ -495,9 +495,22 @@ private:
   std::string epilogue() const {
     const int stride = ir::kWgmmaStripStride, strips = c_.bn / ir::kWgmmaStripColumns;
     const int groups = ir::kWgmmaStripColumns / kStripVec;  // 8-column groups of a strip
+    const std::vector<int> ahead = epilogue_.preloadable();
+    // A thread reads back the same 8 columns of a strip in both its row passes: inputs
+    // constant along M (a bias) load once a strip, one strip ahead, so that their latency
+    // hides behind the strip before instead of standing before the math.
+    auto column = [&](const std::string& c) {
+      return fmt::format("n0 + ({}) * {} + lane % {} * {}", c, ir::kWgmmaStripColumns, groups, kStripVec);
+    };
     std::string s = "    // The epilogue, through this warp's strip of shared memory.\n";
     s += fmt::format("#pragma unroll\n    for (int f = 0; f < {}; ++f) {{\n", frags_);
+    for (int a : ahead)
+      s += fmt::format("      {} next{} = {};  // strip 0's\n", epilogue_.preloaded_type(a), a, epilogue_.preload(a, column("0")));
     s += fmt::format("#pragma unroll\n      for (int c = 0; c < {}; ++c) {{\n", strips);
+    for (int a : ahead) {
+      s += fmt::format("        const {} ahead{} = next{};\n", epilogue_.preloaded_type(a), a, a);
+      s += fmt::format("        if (c + 1 < {}) next{} = {};\n", strips, a, epilogue_.preload(a, column("c + 1")));
+    }
     s += fmt::format("#pragma unroll\n        for (int g = 0; g < {}; ++g) {{\n", groups);
     s += fmt::format("          const int first = 4 * (c * {} + g);  // this group's accumulators\n", groups);
     s += fmt::format("          float* at = strip + (lane / 4) * {} + g * 8 + (lane % 4) * 2;\n", stride);
@@ -514,9 +527,9 @@ private:
     s += "          const float4 second = *reinterpret_cast<const float4*>(from + 4 - swap);\n";
     s += "          const float4 lo = swap ? second : first, hi = swap ? first : second;\n";
     s += "          const float values[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};\n";
-    s += "          " + epilogue_.call(fmt::format("m0 + part * {} + f * 64 + warp * 16 + r", rows_),
-                                       fmt::format("n0 + c * {} + q * {}", ir::kWgmmaStripColumns, kStripVec),
-                                       "values");
+    const std::string m = fmt::format("m0 + part * {} + f * 64 + warp * 16 + r", rows_);
+    const std::string n = fmt::format("n0 + c * {} + q * {}", ir::kWgmmaStripColumns, kStripVec);
+    s += "          " + (ahead.empty() ? epilogue_.call(m, n, "values") : epilogue_.call_preloaded(m, n, "values", "ahead"));
     s += "        }\n        __syncwarp();\n      }\n    }\n";
     return s;
   }

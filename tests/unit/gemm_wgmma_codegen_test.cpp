@@ -208,8 +208,31 @@ TEST(GemmWgmma, TheSourceReadsAsAWarpSpecialisedGemm) {
   for (const char* part : {"a producer warpgroup, 2 consumer warpgroups", "wgmma.mma_async.sync.aligned.m64n256k16",
                            "kiln_tma_load_2d(", "kiln_mbarrier_expect_bytes(", "kiln_registers_release<40>",
                            "kiln_registers_claim<232>", "const __grid_constant__ kiln_tensor_map map_a",
-                           "kiln_wgmma_wait<1>", "k0_epilogue<", "groups of 8 tile rows"})
+                           "kiln_wgmma_wait<1>", "k0_epilogue_preloaded<true>(ahead", "groups of 8 tile rows"})
     EXPECT_TRUE(contains(cuda, part)) << part << "\n" << cuda;
+}
+
+// The bias (constant along M) loads a strip ahead, guarded past N; an input that varies
+// along M (a residual) is read in the call.
+TEST(GemmWgmma, ABiasLoadsAStripAhead) {
+  kiln::Graph g("g");
+  auto a = g.input("a", DType::f16, Shape{4096, 4096});
+  auto b = g.input("b", DType::f16, Shape{4096, 4000});
+  auto y = kiln::matmul(a, b) + g.input("bias", DType::f16, {4000}) + g.input("res", DType::f16, {4096, 4000});
+  g.output(y);
+  const ir::Kernel k = lowered(g);
+  ASSERT_EQ(k.config.schedule, ir::kWgmma) << k.config.str();
+  const std::string cuda = codegen::emit_cuda(k);
+  std::smatch bias;
+  ASSERT_TRUE(std::regex_search(cuda, bias, std::regex("const kiln_vec<__half, 8> ahead([0-9]+) = next[0-9]+;"))) << cuda;
+  const std::string i = bias[1];
+  for (const std::string& part :
+       {"if (c + 1 < 8) next" + i + " = (n0 + (c + 1) * 32 + lane % 4 * 8 < 4000 ?", "_epilogue_preloaded<true>(ahead" + i + ", "})
+    EXPECT_TRUE(contains(cuda, part)) << part << "\n" << cuda;
+  EXPECT_EQ(contains(cuda, "const kiln_vec<__half, 8> ahead" + std::to_string(std::stoi(i) + 1)), false);
+  const std::string log = compile_log(k);
+  EXPECT_FALSE(contains(log, "warning")) << log;
+  EXPECT_EQ(spill_bytes(log), 0) << log;
 }
 
 // Clusters of 2: two blocks on tiles one above the other share B's loads.
