@@ -4,6 +4,8 @@
 // several outputs. Outputs are poisoned before each run (Executable::run).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <random>
 
 #include "gpu_test_util.h"
@@ -66,6 +68,48 @@ TEST(PointwiseGpu, GeluTanhApproximation) {
     ir::Value* x = g.add_input("x", {dt, {3, 1001}});
     g.add_output(g.add(OpKind::Gelu, {x}, attrs_with("approximate", std::string("tanh"))));
     expect_matches_reference(g);
+  }
+}
+
+// A 16-bit gelu (erf) runs the short form of the helper kiln_gelu_erf_short, not erfcf:
+// over every value of the dtype (infinities and NaN too) each result must be the
+// reference's or its neighbour (the fp32 value may fall on the other side of a rounding
+// boundary), and neighbours must be rare.
+TEST(PointwiseGpu, GeluErfOfEverySixteenBitValue) {
+  KILN_REQUIRE_GPU();
+  for (DType dt : {DType::f16, DType::bf16}) {
+    SCOPED_TRACE(std::string(dtype_name(dt)));
+    std::vector<double> every;
+    for (uint32_t bits = 0; bits < 65536; ++bits) {
+      const auto b = static_cast<uint16_t>(bits);
+      every.push_back(dt == DType::f16 ? half_bits_to_float(b) : bf16_bits_to_float(b));
+    }
+    ir::Graph g("gelu_erf");
+    ir::Value* x = g.add_input("x", {dt, {static_cast<int64_t>(every.size())}});
+    g.add_output(g.add(OpKind::Gelu, {x}, attrs_with("approximate", std::string("none"))));
+    runtime::Program program = runtime::Program::compile(g);
+    ASSERT_NE(program.kernels().at(0).source.find("kiln_gelu_erf_short("), std::string::npos);
+    const std::vector<HostTensor> inputs = {HostTensor({dt, {static_cast<int64_t>(every.size())}}, every)};
+    const HostTensor want = ir::evaluate(g, inputs).at(0);
+    const HostTensor got = program.run(inputs).at(0);
+    int neighbours = 0;
+    for (size_t i = 0; i < every.size(); ++i) {
+      const double w = want.values[i], v = got.values[i];
+      if (std::isnan(w) || std::isnan(v)) {
+        EXPECT_TRUE(std::isnan(w) && std::isnan(v)) << "gelu(" << every[i] << "): got " << v << ", want " << w;
+        continue;
+      }
+      if (v == w) continue;
+      // The kernels' approximate exp2 flushes values below fp32's least normal to zero, as
+      // every Kiln kernel may: Phi(-|x|) there, |x| < 16, so results below 16 times it.
+      if (v == 0 && std::fabs(w) < 0x1p-122) continue;
+      // One spacing of the dtype at |w| (10 or 7 stored mantissa bits; subnormals: the least).
+      const int mantissa = dt == DType::f16 ? 10 : 7, least = dt == DType::f16 ? -24 : -133;
+      const double spacing = std::ldexp(1.0, std::max(std::ilogb(std::max(std::fabs(w), 1e-300)) - mantissa, least));
+      EXPECT_LE(std::fabs(v - w), spacing) << "gelu(" << every[i] << "): got " << v << ", want " << w;
+      ++neighbours;
+    }
+    EXPECT_LT(neighbours, 650) << "results one spacing off, of 65536";  // under 1%
   }
 }
 

@@ -273,6 +273,20 @@ TEST(ScalarEmit, OrderedFloatComparesTestForNaN) {
   EXPECT_EQ(codegen::op_expr(ir::OpKind::Ne, {}, DType::i1, {DType::f32, DType::f32}, {"r0", "r1"}), "(r0 != r1)");
 }
 
+// An erf GELU whose result is f16 or bf16 takes the short helper (its error is hundredths of
+// their spacing; every 16-bit input is checked on the GPU); an f32 result keeps erfcf.
+TEST(ScalarEmit, GeluErfOfAShortResultTakesTheShortHelper) {
+  ir::Attrs erf;
+  erf.set("approximate", std::string("none"));
+  for (DType dt : {DType::f16, DType::bf16}) {
+    const std::string e = codegen::op_expr(ir::OpKind::Gelu, erf, dt, {dt}, {"r0"});
+    EXPECT_EQ(e, "kiln_gelu_erf_short(r0)");
+    EXPECT_TRUE(contains(codegen::helper_definitions(e), "ex2.approx.ftz.f32"));
+  }
+  const std::string f32 = codegen::op_expr(ir::OpKind::Gelu, erf, DType::f32, {DType::f32}, {"r0"});
+  EXPECT_TRUE(contains(f32, "erfcf(")) << f32;
+}
+
 TEST(ScalarEmit, CastsRoundTheirSourceThenConvert) {
   EXPECT_EQ(codegen::op_expr(ir::OpKind::Cast, {}, DType::i32, {DType::bf16}, {"r0"}),
             "__float2int_rz(kiln_round_bf16(r0))");
