@@ -29,7 +29,7 @@ GemmEpilogue::GemmEpilogue(const ir::Kernel& k, const std::vector<std::string>& 
   }
   for (size_t id = 0; id < k.body.size(); ++id)
     if (k.body[id].kind == ScalarKind::Index) index_ops_.push_back(static_cast<int>(id));
-  vector_stores_ = k.gemm.n % vec == 0;
+  vector_stores_ = vec > 1 && k.gemm.n % vec == 0;
 }
 
 std::string GemmEpilogue::type_of(int arg) const {
@@ -47,7 +47,7 @@ GemmEpilogue::Mode GemmEpilogue::mode_of(int arg) const {
 }
 
 std::string GemmEpilogue::describe() const {
-  std::string s = fmt::format("{} columns per call", vec_);
+  std::string s = fmt::format("{} column{} per call", vec_, vec_ == 1 ? "" : "s");
   for (int i : inputs_) {
     const Mode m = mode_of(i);
     s += fmt::format("; %{} {}", k_.args[i].name,
@@ -250,7 +250,8 @@ std::string GemmEpilogue::vector_function(bool preloaded) const {
 }
 
 std::string GemmEpilogue::functions() const {
-  return element_function() + vector_function(false) + (preloadable().empty() ? "" : vector_function(true));
+  return element_function() + vector_function(false) +
+         (vec_ == 1 || preloadable().empty() ? "" : vector_function(true));
 }
 
 std::string GemmEpilogue::call(const std::string& m, const std::string& n, const std::string& acc,

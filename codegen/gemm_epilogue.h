@@ -20,6 +20,8 @@ public:
 
   // The element function and the vector function, emitted before the kernel.
   std::string functions() const;
+  // Whether the outputs are written as vectors (N a multiple of `vec`, which is not 1).
+  bool vector_stores() const { return vector_stores_; }
   // A call that runs the epilogue on columns [n, n + vec) of row m of batch entry
   // `batch` with accumulators `acc` (a float[vec]); rows past M and columns past N
   // are skipped, unless `checked` is false: the caller knows them to be inside.

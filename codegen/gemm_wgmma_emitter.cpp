@@ -58,7 +58,7 @@ class WgmmaEmitter {
 public:
   explicit WgmmaEmitter(const ir::Kernel& k)
       : k_(k), c_(k.config), params_(param_names(k)),
-        epilogue_(k, params_, kStripVec), a_(k, true, c_.bm, c_.bk),
+        epilogue_(k, params_, kStripVec), column_epilogue_(k, params_, 1), a_(k, true, c_.bm, c_.bk),
         b_(k, false, c_.bn, c_.bk), b_part_(k, false, c_.bn / std::max(1, c_.cluster), c_.bk) {
     cluster_ = std::max(1, c_.cluster);
     consumers_ = c_.warps_m * c_.warps_n;
@@ -78,10 +78,17 @@ public:
     return header() + scratch() + "#ifndef KILN_TENSOR_MAP\n#define KILN_TENSOR_MAP\n"
            "// A tensor map as the driver encodes it (opaque, 128 bytes, 64-byte aligned).\n"
            "struct __align__(64) kiln_tensor_map { unsigned long long words[16]; };\n#endif\n" +
-           epilogue_.functions() + product_function() + signature() + setup() + producer() + consumer() + "}\n";
+           (column_readout() ? column_epilogue_ : epilogue_).functions() + product_function() + signature() + setup() +
+           producer() + consumer() + "}\n";
   }
 
 private:
+  // Outputs whose rows are not 16-byte multiples go element by element; read back from
+  // the strip a row at a time, a warp's 32 threads on 32 consecutive columns, each store
+  // covers 64 contiguous bytes instead of 2 bytes in every 16 of 8 rows (the 8-column
+  // readout's: 8 times the sectors written).
+  bool column_readout() const { return split_ <= 1 && !c_.handoff && !epilogue_.vector_stores(); }
+
   int64_t total_tiles() const { return tiles_m_ * tiles_n_ * ir::gemm_batch_count(k_.gemm); }
   // A unit of work is one tile's K slice (the whole of K without a split); a cluster's
   // unit is its blocks' tiles, one above the other.
@@ -117,7 +124,8 @@ private:
       s += fmt::format("//   the consumers hand each tile to the producer warpgroup's other 3 warps as {} in shared "
                        "memory (rows of {} bytes); those run the epilogue\n",
                        dtype_name(handoff_dtype_), ir::wgmma_handoff_row_bytes(c_));
-    s += "//   epilogue: " + epilogue_.describe() + "\n";
+    s += "//   epilogue: " + (column_readout() ? column_epilogue_ : epilogue_).describe() +
+         (column_readout() ? ", a warp on 32 consecutive columns of a row" : "") + "\n";
     return s;
   }
 
@@ -495,7 +503,7 @@ private:
   std::string epilogue() const {
     const int stride = ir::kWgmmaStripStride, strips = c_.bn / ir::kWgmmaStripColumns;
     const int groups = ir::kWgmmaStripColumns / kStripVec;  // 8-column groups of a strip
-    const std::vector<int> ahead = epilogue_.preloadable();
+    const std::vector<int> ahead = column_readout() ? std::vector<int>{} : epilogue_.preloadable();
     // A thread reads back the same 8 columns of a strip in both its row passes: inputs
     // constant along M (a bias) load once a strip, one strip ahead, so that their latency
     // hides behind the strip before instead of standing before the math.
@@ -518,6 +526,14 @@ private:
     s += fmt::format("          *reinterpret_cast<float2*>(at + {}) = make_float2(acc[f][first + 2], acc[f][first + 3]);\n",
                      8 * stride);
     s += "        }\n        __syncwarp();\n";
+    if (column_readout()) {
+      s += "#pragma unroll\n        for (int r = 0; r < 16; ++r) {\n";
+      s += fmt::format("          const float values[1] = {{strip[r * {} + lane]}};\n", stride);
+      s += "          " + column_epilogue_.call(fmt::format("m0 + part * {} + f * 64 + warp * 16 + r", rows_),
+                                                fmt::format("n0 + c * {} + lane", ir::kWgmmaStripColumns), "values");
+      s += "        }\n        __syncwarp();\n      }\n    }\n";
+      return s;
+    }
     s += fmt::format("#pragma unroll\n        for (int h = 0; h < {}; ++h) {{\n", 16 * groups / 32);
     s += fmt::format("          const int r = h * {} + lane / {}, q = lane % {};  // strip row, 8-column group\n",
                      32 / groups, groups, groups);
@@ -538,6 +554,7 @@ private:
   const ir::TileConfig& c_;
   std::vector<std::string> params_;
   GemmEpilogue epilogue_;
+  GemmEpilogue column_epilogue_;  // one column a call: the strip's readout where outputs go element by element
   TmaOperand a_, b_;
   TmaOperand b_part_;  // the columns of B one block of a cluster loads (all of them without one)
   int consumers_ = 1, rows_ = 64, frags_ = 1, cluster_ = 1;

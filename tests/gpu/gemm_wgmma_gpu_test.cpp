@@ -1,12 +1,14 @@
 // The wgmma schedule on the GPU: every wgmma candidate of products with tails in M, N
-// and K (aligned rows, so that TMA loads them) in all four transposes, split K (every
-// candidate, and the same bits every run), batched products with a broadcast weight,
-// fused epilogues with several outputs on the default config and on every candidate (the
-// hand-off's epilogue warps among them), each against the reference.
+// and K (aligned rows, so that TMA loads them) in all four transposes, unaligned rows
+// through their padded copies, split K (every candidate, and the same bits every run),
+// batched products with a broadcast weight, fused epilogues with several outputs on the
+// default config and on every candidate (the hand-off's epilogue warps among them), each
+// against the reference.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
+#include "codegen/emit.h"
 #include "frontend/kiln.h"
 #include "gemm_test_util.h"
 #include "gpu_test_util.h"
@@ -74,6 +76,27 @@ TEST(GemmWgmmaGpu, Bf16BatchedWithABroadcastWeight) {
   auto w = g.input("w", DType::bf16, {192, 264});
   g.output(kiln::matmul(x, w).name("y"));
   EXPECT_GE(wgmma_trials(gpu_test::every_candidate_passes(g.ir())), 12);
+}
+
+// Rows whose length is not a multiple of 8 reach TMA through a copy into padded rows, on
+// A and on B, for row lengths of every remainder mod 8 but 0 (odd lengths start rows at
+// every offset from a 16-byte boundary); outputs of 1501 columns go element by element,
+// through the strip's column readout.
+TEST(GemmWgmmaGpu, UnalignedRowsOfEveryPhaseAreCopiedIntoPaddedRows) {
+  KILN_REQUIRE_GPU();
+  for (int64_t k : {129, 130, 132, 134, 263})
+    for (bool tb : {false, true}) {
+      SCOPED_TRACE(fmt::format("K {} transpose_b {}", k, tb));
+      kiln::Graph g = product(DType::bf16, 1500, 1501, k, false, tb);  // 144 tiles: the wgmma default
+      runtime::Program p = runtime::Program::compile(g.ir());
+      const ir::Kernel& kernel = p.plan().kernels.at(0);
+      ASSERT_EQ(kernel.config.schedule, ir::kWgmma) << ir::print(kernel);
+      EXPECT_FALSE(codegen::launch_dims(kernel).staged.empty()) << ir::print(kernel);
+      std::vector<HostTensor> inputs = ir::random_inputs(g.ir(), 7);
+      Comparison c = compare(p.run(inputs).at(0), ir::evaluate(g.ir(), inputs).at(0),
+                             rel_l2_bound_for(*g.ir().outputs()[0]));
+      EXPECT_TRUE(c.passed) << c.str();
+    }
 }
 
 TEST(GemmWgmmaGpu, FusedEpilogueWithSeveralOutputsOnTheDefaultConfig) {

@@ -235,6 +235,25 @@ TEST(GemmWgmma, ABiasLoadsAStripAhead) {
   EXPECT_EQ(spill_bytes(log), 0) << log;
 }
 
+// Output rows that are not 16-byte multiples go element by element: the strip is read
+// back a row at a time, a warp on 32 consecutive columns, so that each store covers 64
+// contiguous bytes; a bias with them is read in the call. Aligned rows keep the vectors.
+TEST(GemmWgmma, UnalignedOutputRowsReadTheStripByColumns) {
+  const ir::Kernel odd = product(DType::f16, 4093, 4099, 4097, false, false, /*gelu=*/true);
+  ASSERT_EQ(odd.config.schedule, ir::kWgmma) << odd.config.str();
+  const std::string cuda = codegen::emit_cuda(odd);
+  for (const char* part : {"const float values[1] = {strip[r * 40 + lane]};", "n0 + c * 32 + lane, values);",
+                           "1 column per call", "a warp on 32 consecutive columns of a row"})
+    EXPECT_TRUE(contains(cuda, part)) << part << "\n" << cuda;
+  EXPECT_FALSE(contains(cuda, "ahead")) << cuda;
+  const std::string log = compile_log(odd);
+  EXPECT_FALSE(contains(log, "warning")) << log;
+  EXPECT_EQ(spill_bytes(log), 0) << log;
+  const std::string aligned = codegen::emit_cuda(product(DType::f16, 4096, 4096, 4096));
+  EXPECT_TRUE(contains(aligned, "const float values[8]")) << aligned;
+  EXPECT_FALSE(contains(aligned, "const float values[1]")) << aligned;
+}
+
 // Clusters of 2: two blocks on tiles one above the other share B's loads.
 ir::Kernel clustered(ir::Kernel k) {
   k.config.cluster = 2;
