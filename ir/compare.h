@@ -16,8 +16,9 @@ struct Comparison {
   double rel_l2 = 0;         // ||got - want|| / ||want|| over finite reference values
   double max_abs = 0;        // largest |got - want| where both are finite
   int64_t bad_nonfinite = 0; // NaN/Inf in `got` where the reference is finite (or differs)
-  int64_t mismatches = 0;    // i32 / i1: elements that differ
+  int64_t mismatches = 0;    // elements that differ at all (for floats, not a failure)
   double bound = 0;          // the rel_l2 bound (floats) or mismatch fraction (i1) used
+  bool exact = false;        // integers, booleans, storage-only types: judged element by element
   bool passed = false;
   std::string str() const;   // "rel_l2 3.1e-04 (bound 1e-02), max_abs 2.0e-03, nan/inf 0: ok"
 };

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 
 #include "frontend/kiln.h"
 #include "ir/compare.h"
@@ -33,6 +34,20 @@ TEST(Compare, IntegersMustBeExact) {
   HostTensor got = want;
   got.values[10] += 1;
   EXPECT_FALSE(compare(got, want).passed);
+}
+
+// A passing float output with rounded elements reads as passing: its differing elements
+// are "not bit-equal"; an integer's are "mismatched".
+TEST(Compare, TheTextCallsAFloatsDifferingElementsNotBitEqual) {
+  HostTensor want = random_tensor({DType::f16, {100}}, 5);
+  HostTensor got = want;
+  got.values[3] = round_to(DType::f16, got.values[3] * 1.01);
+  const std::string f = compare(got, want).str();
+  EXPECT_NE(f.find("not bit-equal 1, bad nan/inf 0: ok"), std::string::npos) << f;
+  HostTensor iwant = random_tensor({DType::i32, {50}}, 3), igot = iwant;
+  igot.values[10] += 1;
+  const std::string i = compare(igot, iwant).str();
+  EXPECT_NE(i.find("mismatched 1, bad nan/inf 0: FAILED"), std::string::npos) << i;
 }
 
 TEST(Compare, RangesOverBytesMergeToTheWholeComparison) {
