@@ -69,6 +69,9 @@ TEST(GemmWgmma, TheHeuristicPicksItForLargeAlignedProducts) {
   // here; sm_80 has none.
   const ir::Kernel odd = product(DType::f16, 4093, 4099, 4097);
   EXPECT_EQ(odd.config.schedule, ir::kWgmma);
+  // 544 tiles of 128 x 256 pay 5 waves of 132 SMs, 528 of 256 x 128 pay 4: the taller ones.
+  EXPECT_EQ(odd.config.bm, 256);
+  EXPECT_EQ(odd.config.bn, 128);
   const codegen::LaunchDims d = codegen::launch_dims(odd);
   ASSERT_EQ(d.staged.size(), 2u);
   EXPECT_EQ(d.staged[0].rows, 4093u);  // A: 4093 rows of K = 4097, padded to 4104
