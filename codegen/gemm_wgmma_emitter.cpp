@@ -83,10 +83,10 @@ public:
   }
 
 private:
-  // Outputs whose rows are not 16-byte multiples go element by element; read back from
+  // Outputs whose rows are not 16-byte multiples go element by element. Read back from
   // the strip a row at a time, a warp's 32 threads on 32 consecutive columns, each store
-  // covers 64 contiguous bytes instead of 2 bytes in every 16 of 8 rows (the 8-column
-  // readout's: 8 times the sectors written).
+  // covers 64 contiguous bytes, where the 8-column readout's wrote 2 bytes in every 16 of
+  // 8 rows (8 times the sectors).
   bool column_readout() const { return split_ <= 1 && !c_.handoff && !epilogue_.vector_stores(); }
 
   int64_t total_tiles() const { return tiles_m_ * tiles_n_ * ir::gemm_batch_count(k_.gemm); }

@@ -1,11 +1,12 @@
 // The magnitude a computed element was made from, where its error follows that and not
 // the element itself. A kernel computes in fp32 registers; where it adds values of
 // opposite signs (add, sub, sum, mean, var, the x - max of log_softmax and logsumexp,
-// layer_norm's x - mean and its bias, matmul, attention's mix of V) or takes 1 + erf(x) with erf(x) near -1 (gelu of a
-// negative x), it loses
-// digits in proportion to the values it consumed, so a result much smaller than them is
-// known only to about one fp32 unit of their magnitude: gelu(-6) is -5.9e-9 exactly
-// and -0 in fp32. Other ops (exp, log, mul, ...) err relative to their result; they have
+// layer_norm's x - mean and its bias, matmul, attention's mix of V), it loses digits in
+// proportion to the values it consumed, so a result much smaller than them is known only
+// to about one fp32 unit of their magnitude. GELU keeps |x| as its magnitude too: Kiln's
+// kernels take erfc and x sigmoid(2u), which keep its tail, but the form 1 + erf(x) with
+// erf(x) near -1 does not (gelu(-6) is -5.9e-9 exactly and -0 in fp32), and the judge
+// accepts either. Other ops (exp, log, mul, ...) err relative to their result; they have
 // no such magnitude. kiln-difftest's nudges move a value that small to zero or past it
 // (nudge.h), and the judge checks an output element that small absolutely (judge.h).
 #pragma once

@@ -19,7 +19,8 @@
 namespace kiln {
 namespace {
 
-// The kernels' exact-erf GELU (codegen/scalar_emit.cpp), in fp32 as on the GPU.
+// An exact-erf GELU in fp32 through 1 + erf, whose tail cancels: the judge must accept it
+// (Kiln's kernels take erfc, codegen/scalar_emit.cpp, and keep the tail).
 float fp32_gelu(float x) { return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f)); }
 
 struct Case {
@@ -71,8 +72,8 @@ TEST(JudgeFloor, OrdinaryOutputsStayRelative) {
 }
 
 TEST(JudgeFloor, TheSignOfAZeroBeforeRsqrtIsUnstable) {
-  // gelu(-6) in bf16 is -5.9e-9 per op, so rsqrt gives NaN; in fp32 erf(-4.24) is -1, the
-  // kernel's gelu -0 and rsqrt -inf. Either is a rounding away from the other.
+  // gelu(-6) in bf16 is -5.9e-9 per op, so rsqrt gives NaN; in fp32 erf(-4.24) is -1, a
+  // 1 + erf gelu -0 and rsqrt -inf. Either is a rounding away from the other.
   const Case c = make_case(R"(func @f(%i: i32[4]) -> (bf16[4]) {
   %c = cast %i : bf16[4]
   %g = gelu %c {approximate = "none"} : bf16[4]
