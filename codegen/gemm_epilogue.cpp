@@ -122,6 +122,11 @@ std::vector<int> GemmEpilogue::preloadable() const {
   return out;
 }
 
+bool GemmEpilogue::is_preloadable(int arg) const {
+  const std::vector<int> ahead = preloadable();
+  return std::find(ahead.begin(), ahead.end(), arg) != ahead.end();
+}
+
 std::string GemmEpilogue::preloaded_type(int arg) const { return fmt::format("kiln_vec<{}, {}>", type_of(arg), vec_); }
 
 std::string GemmEpilogue::preload(int arg, const std::string& n) const {
@@ -130,10 +135,9 @@ std::string GemmEpilogue::preload(int arg, const std::string& n) const {
 }
 
 std::string GemmEpilogue::function_params(bool preloaded) const {
-  const std::vector<int> ahead = preloaded ? preloadable() : std::vector<int>{};
   std::vector<std::string> params;
   for (int i : inputs_)
-    params.push_back(std::find(ahead.begin(), ahead.end(), i) != ahead.end()
+    params.push_back(preloaded && is_preloadable(i)
                          ? fmt::format("const {}& p{}", preloaded_type(i), i)
                          : fmt::format("const {}* __restrict__ {}", type_of(i), params_[i]));
   for (int o : outputs_) params.push_back(fmt::format("{}* __restrict__ {}", type_of(o), params_[o]));
@@ -196,8 +200,7 @@ std::string store_vector(const std::string& at, const std::string& value, DType 
 
 std::string GemmEpilogue::vector_function(bool preloaded) const {
   const int64_t M = k_.gemm.m, N = k_.gemm.n;
-  const std::vector<int> ahead = preloaded ? preloadable() : std::vector<int>{};
-  auto is_ahead = [&](int i) { return std::find(ahead.begin(), ahead.end(), i) != ahead.end(); };
+  auto is_ahead = [&](int i) { return preloaded && is_preloadable(i); };
   // kChecked = false: the caller knows the columns to be inside the output, so no
   // branch stands between one call's loads and stores and the next call's.
   std::string s = fmt::format("template <bool kChecked>\nstatic __device__ __forceinline__ void {}_epilogue{}({}) {{\n",
@@ -254,34 +257,27 @@ std::string GemmEpilogue::functions() const {
          (vec_ == 1 || preloadable().empty() ? "" : vector_function(true));
 }
 
-std::string GemmEpilogue::call(const std::string& m, const std::string& n, const std::string& acc,
-                               bool checked) const {
+std::vector<std::string> GemmEpilogue::call_args(const std::string& m, const std::string& n, const std::string& acc,
+                                                 const std::string& prefix) const {
   std::vector<std::string> args;
-  for (int i : inputs_) args.push_back(params_[i]);
+  for (int i : inputs_) args.push_back(!prefix.empty() && is_preloadable(i) ? prefix + std::to_string(i) : params_[i]);
   for (int o : outputs_) args.push_back(params_[o]);
   args.push_back("batch");
   args.push_back(m);
   args.push_back(n);
   args.push_back(acc);
-  return fmt::format("{}_epilogue<{}>({});\n", k_.name, checked ? "true" : "false", fmt::join(args, ", "));
+  return args;
 }
 
-}  // namespace kiln::codegen
-
-namespace kiln::codegen {
+std::string GemmEpilogue::call(const std::string& m, const std::string& n, const std::string& acc,
+                               bool checked) const {
+  return fmt::format("{}_epilogue<{}>({});\n", k_.name, checked ? "true" : "false",
+                     fmt::join(call_args(m, n, acc, ""), ", "));
+}
 
 std::string GemmEpilogue::call_preloaded(const std::string& m, const std::string& n, const std::string& acc,
                                          const std::string& prefix) const {
-  const std::vector<int> ahead = preloadable();
-  std::vector<std::string> args;
-  for (int i : inputs_)
-    args.push_back(std::find(ahead.begin(), ahead.end(), i) != ahead.end() ? prefix + std::to_string(i) : params_[i]);
-  for (int o : outputs_) args.push_back(params_[o]);
-  args.push_back("batch");
-  args.push_back(m);
-  args.push_back(n);
-  args.push_back(acc);
-  return fmt::format("{}_epilogue_preloaded<true>({});\n", k_.name, fmt::join(args, ", "));
+  return fmt::format("{}_epilogue_preloaded<true>({});\n", k_.name, fmt::join(call_args(m, n, acc, prefix), ", "));
 }
 
 }  // namespace kiln::codegen

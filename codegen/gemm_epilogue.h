@@ -45,6 +45,10 @@ private:
   Mode mode_of(int arg) const;
   std::string element_function() const;
   std::string vector_function(bool preloaded) const;
+  bool is_preloadable(int arg) const;
+  // A call's arguments; preloadable inputs as `prefix` + arg where `prefix` is not empty.
+  std::vector<std::string> call_args(const std::string& m, const std::string& n, const std::string& acc,
+                                     const std::string& prefix) const;
   std::string index_code(const std::vector<int64_t>& coeffs, const std::string& col) const;
   std::string row_offset(int arg) const;
   std::string function_params(bool preloaded) const;  // the vector function's parameters

@@ -78,7 +78,7 @@ public:
     return header() + scratch() + "#ifndef KILN_TENSOR_MAP\n#define KILN_TENSOR_MAP\n"
            "// A tensor map as the driver encodes it (opaque, 128 bytes, 64-byte aligned).\n"
            "struct __align__(64) kiln_tensor_map { unsigned long long words[16]; };\n#endif\n" +
-           (column_readout() ? column_epilogue_ : epilogue_).functions() + product_function() + signature() + setup() +
+           strip_epilogue().functions() + product_function() + signature() + setup() +
            producer() + consumer() + "}\n";
   }
 
@@ -88,6 +88,7 @@ private:
   // covers 64 contiguous bytes, where the 8-column readout's wrote 2 bytes in every 16 of
   // 8 rows (8 times the sectors).
   bool column_readout() const { return split_ <= 1 && !c_.handoff && !epilogue_.vector_stores(); }
+  const GemmEpilogue& strip_epilogue() const { return column_readout() ? column_epilogue_ : epilogue_; }
 
   int64_t total_tiles() const { return tiles_m_ * tiles_n_ * ir::gemm_batch_count(k_.gemm); }
   // A unit of work is one tile's K slice (the whole of K without a split); a cluster's
@@ -124,7 +125,7 @@ private:
       s += fmt::format("//   the consumers hand each tile to the producer warpgroup's other 3 warps as {} in shared "
                        "memory (rows of {} bytes); those run the epilogue\n",
                        dtype_name(handoff_dtype_), ir::wgmma_handoff_row_bytes(c_));
-    s += "//   epilogue: " + (column_readout() ? column_epilogue_ : epilogue_).describe() +
+    s += "//   epilogue: " + strip_epilogue().describe() +
          (column_readout() ? ", a warp on 32 consecutive columns of a row" : "") + "\n";
     return s;
   }
