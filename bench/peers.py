@@ -32,7 +32,8 @@ Cases of peers only, run when named (`kiln bench` has no such case yet): attenti
 SDPA's cuDNN, flash and memory-efficient backends, a flash-attention kernel in Triton;
 bench/peers_attention.py) and quant (weight-only int4 / int8 products: cuBLAS on the
 dequantised weight, torch's int4 kernel, torch.compile of dequantise + linear;
-bench/peers_quant.py).
+bench/peers_quant.py) and gemm_fp8 (torch._scaled_mm with and without fast accumulation;
+bench/peers_fp8.py).
 
 Ceilings: a row of a memory-bound case also gets ceiling_gbs, the stream ceiling of its own
 mix of R bytes read and W written: the seconds a byte takes, interpolated linearly in
@@ -79,6 +80,7 @@ except ImportError:
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the modules next to this file
 import peers_attention  # noqa: E402
+import peers_fp8  # noqa: E402
 import peers_quant  # noqa: E402
 import peers_xla  # noqa: E402
 from peers_gpu import (GPU_REFERENCE_MIN_MACS, GRAPH_CALLS, TORCH_DTYPE, check_outputs, measure_copy_gbs,  # noqa: E402
@@ -96,12 +98,12 @@ COL_MEAN_SHAPES = ((65536, 256), (50000, 1024), (1024, 32768))  # tall matrices 
 GEMM_SHAPES = ((4096, 4096, 4096), (8192, 8192, 8192), (4093, 4099, 4097), (16, 8192, 8192))
 GEMM_BATCHED_SHAPES = ((32, 1024, 1024, 1024),)
 GEMM_BIAS_GELU_SHAPES = ((4096, 4096, 4096),)
-ELEMENT_SIZE = {"f16": 2, "bf16": 2, "f32": 4}
-ERROR_BOUND = {"f16": 1e-2, "bf16": 1e-2, "f32": 1e-5}
+ELEMENT_SIZE = {"f16": 2, "bf16": 2, "f32": 4, "f8e4m3": 1}
+ERROR_BOUND = {"f16": 1e-2, "bf16": 1e-2, "f32": 1e-5, "f8e4m3": 1e-2}  # fp8 products: their bf16 output's
 IMPL_NAMES = {"eager": "torch eager", "compile": "torch.compile", "compile-graph": "torch.compile (CUDA graph)",
               "autotune": "torch.compile max-autotune", "triton": "triton", "xla": "jax.jit (XLA)",
               "kiln": "kiln (python)", "kiln-graph": "kiln (python, CUDA graph)", **peers_attention.IMPL_NAMES,
-              **peers_quant.IMPL_NAMES}
+              **peers_quant.IMPL_NAMES, **peers_fp8.IMPL_NAMES}
 KILN_IMPLS = ("kiln", "kiln-graph")  # Kiln's own rows, for the cases `kiln bench` has
 RMS_EPS = 1e-6
 LN_EPS = 1e-5
@@ -760,6 +762,7 @@ CASES = {c.name: c for c in [
          _gemm_flops, gemm=True, impls=GEMM_IMPLS, written_bytes=_gemm_written),
     Case(**peers_attention.CASE),  # the cases of peers only, from the modules next to this file
     Case(**peers_quant.CASE),
+    Case(**peers_fp8.CASE),
 ]}
 KILN_CASES = [name for name, c in CASES.items() if c.kiln_case]
 
@@ -1293,7 +1296,7 @@ def main(argv=None):
                         "autotune (torch.compile mode=max-autotune: GEMM cases), triton, xla (jax.jit: the "
                         "memory-bound cases), kiln (Kiln's Python module, when it imports: kiln bench's cases); "
                         "attention: sdpa-cudnn, sdpa-flash, sdpa-efficient, triton; quant: cublas, int4pack, "
-                        "compile")
+                        "compile; gemm_fp8: scaled-mm, scaled-mm-fast")
     parser.add_argument("--json", help="write the result JSON here")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--check", metavar="DIR", help="check what `kiln run --save DIR` wrote")

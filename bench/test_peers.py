@@ -33,6 +33,7 @@ sys.path.insert(0, HERE)
 if np is not None:
     import peers
     import peers_attention
+    import peers_fp8
     import peers_gpu
     import peers_quant
 
@@ -671,6 +672,22 @@ class AttentionCase(unittest.TestCase):
             self.assertEqual(per_split % 64, 0)
             self.assertLess((splits - 1) * per_split, kv_len)
             self.assertGreaterEqual(splits * per_split, kv_len)
+
+
+@unittest.skipIf(np is None, "numpy is not installed")
+class Fp8Case(unittest.TestCase):
+    def test_bytes_match_kiln_bench(self):
+        # runtime/bench_cases.cpp: the fp8 operands, the f32 scales, the bf16 output.
+        self.assertEqual(peers_fp8.fp8_bytes(5, 6, 40), 5 * 40 + 6 * 40 + 4 * 11 + 2 * 30)
+        self.assertEqual(peers_fp8.fp8_written(5, 6, 40), 60)
+        self.assertEqual(peers_fp8.fp8_flops(5, 6, 40), 2 * 5 * 6 * 40)
+
+    def test_the_case_runs_gemm_sizes_with_b_stored_n_by_k(self):
+        case = peers.CASES["gemm_fp8"]
+        self.assertTrue(case.takes((4096, 4096, 4096)))
+        self.assertEqual(dict(case.inputs(5, 6, 40))["b"], (6, 40))
+        self.assertEqual(case.baseline, "scaled-mm")
+        self.assertFalse(case.kiln_case)  # named with --cases; `kiln bench gemm_fp8` merges its rows
 
 
 @unittest.skipIf(np is None, "numpy is not installed")

@@ -27,7 +27,11 @@ std::string both_conditions(const std::string& x, const std::string& y) {
   return x + " && " + y;
 }
 
-std::string zero_storage(DType t) { return std::string(storage_type(t)) + "{}"; }
+std::string zero_storage(DType t) {
+  const std::string type(storage_type(t));
+  // A type of two words ("unsigned char") cannot be brace-initialised by name.
+  return type.find(' ') == std::string::npos ? type + "{}" : "(" + type + ")0";
+}
 
 std::vector<std::string> gemm_pointer_params(const ir::Kernel& k, const std::vector<std::string>& names) {
   std::vector<std::string> params;

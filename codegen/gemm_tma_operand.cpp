@@ -15,7 +15,7 @@ constexpr int kBoxMajor = 64;       // elements of M or N in one box of an MN-co
 }  // namespace
 
 TmaOperand::TmaOperand(const ir::Kernel& k, bool operand_a, int rows, int bk)
-    : k_(k), a_(operand_a), rows_(rows), bk_(bk), esize_(dtype_bytes(k.gemm.operand_dtype)) {
+    : k_(k), a_(operand_a), rows_(rows), bk_(bk), esize_(ir::gemm_tile_element_bytes(k)) {
   const ir::GemmLayout l = ir::gemm_layout(k, operand_a);
   k_contiguous_ = l.k_contiguous;
   ld_ = src_ld_ = l.ld;
@@ -35,7 +35,8 @@ TensorMapSpec TmaOperand::spec() const {
   TensorMapSpec s;
   s.arg = (a_ ? k_.gemm.a : k_.gemm.b).arg;
   // A staged operand's map describes its copy (the caller sets s.staged to its index).
-  s.dtype = k_.gemm.operand_dtype;
+  // fp8 operands load their stored bytes.
+  s.dtype = ir::gemm_fp8_operand(k_, a_).value_or(k_.gemm.operand_dtype);
   const uint64_t outer = static_cast<uint64_t>(a_ ? k_.gemm.m : k_.gemm.n), depth = static_cast<uint64_t>(k_.gemm.k);
   s.dims[0] = k_contiguous_ ? depth : outer;
   s.dims[1] = k_contiguous_ ? outer : depth;
@@ -117,8 +118,9 @@ std::string TmaOperand::issue(const std::string& in, const std::string& map, con
 }
 
 std::string TmaOperand::descriptor(const std::string& tile, int row, const std::string& kk) const {
-  // K-major: rows of 128 bytes, 8-row groups 1024 bytes apart; a 16-deep slice of K
-  // starts 32 bytes further along the row (the swizzle is applied to the address).
+  // K-major: rows of 128 bytes, 8-row groups 1024 bytes apart; a slice of K (16 deep,
+  // 32 for fp8) starts 32 bytes further along the row (the swizzle is applied to the
+  // address).
   if (k_contiguous_)
     return fmt::format("kiln_wgmma_desc({} + {}u + ({}) * 32u, 16u, 1024u)", tile, row * kSwizzleBytes, kk);
   // MN-major: boxes of 64 columns are `bk` rows of 128 bytes each (the leading offset

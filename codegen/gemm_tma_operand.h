@@ -4,7 +4,7 @@
 // shared-memory descriptors of that tile's 16-deep slices of K.
 //
 // The tile keeps the operand's own layout, in 128-byte swizzled rows:
-//   K contiguous:  `rows` rows of 64 K elements (one box);
+//   K contiguous:  `rows` rows of 64 K elements (one box; 128 for fp8);
 //   M or N contiguous: rows / 64 boxes of 64 K rows x 64 elements of M or N.
 // wgmma takes the first as K-major and the second as MN-major (its transpose bit).
 #pragma once
@@ -35,7 +35,7 @@ public:
   std::string issue(const std::string& in, const std::string& map, const std::string& dst, const std::string& r0,
                     const std::string& k0, const std::string& bar, const std::string& multicast = "") const;
   // The descriptor of the tile at `tile` from row `row` (a multiple of 64) at K slice
-  // `kk` (16 elements each).
+  // `kk` (32 bytes each: 16 f16 / bf16 elements or 32 fp8).
   std::string descriptor(const std::string& tile, int row, const std::string& kk) const;
 
 private:

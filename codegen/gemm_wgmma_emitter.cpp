@@ -49,7 +49,6 @@ constexpr int kProducerRegisters = 40;
 constexpr int kHandoffProducerRegisters = 56;  // the epilogue warps: the body on 8 values; consumers get 224
 constexpr int kEpilogueThreads = kWarpgroup - 32;  // the producer warpgroup's three warps past the loading one
 constexpr int kMaxRegisters = 240;  // a consumer's claim: the file has 64 K registers an SM
-constexpr int kSliceK = 16;         // K of one wgmma product
 constexpr int kStripVec = 8;        // columns per epilogue call, read back from a strip or the partials
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -71,6 +70,8 @@ public:
     split_ = std::max(1, c_.split_k);
     slice_steps_ = ceil_div(k_steps_, split_);
     stage_bytes_ = a_.tile_bytes() + b_.tile_bytes();
+    fp8_ = ir::gemm_fp8_products(k);
+    slice_k_ = fp8_ ? 32 : 16;  // one product reads 32 bytes of each row of K
     if (c_.handoff) handoff_dtype_ = ir::wgmma_handoff_dtype(k).value_or(DType::f16);
   }
 
@@ -109,8 +110,9 @@ private:
     s += fmt::format("//   {} persistent blocks of {} threads (a producer warpgroup, {} consumer warpgroups), {} bytes "
                      "of shared memory ({} stages of {} bytes)\n",
                      d.grid[0], d.block[0], consumers_, d.shared_bytes, c_.stages, stage_bytes_);
-    s += fmt::format("//   each consumer: {} x {} of {} as {} wgmma m64n{}k16 products a 16-deep slice of K\n",
-                     rows_, c_.bn, c_.warps_n > 1 ? "every other tile (ping-pong)" : "each tile", frags_, c_.bn);
+    s += fmt::format("//   each consumer: {} x {} of {} as {} wgmma m64n{}k{} products a {}-deep slice of K{}\n",
+                     rows_, c_.bn, c_.warps_n > 1 ? "every other tile (ping-pong)" : "each tile", frags_, c_.bn,
+                     slice_k_, slice_k_, fp8_ ? " (fp8 products of the stored bytes)" : "");
     s += "//   " + a_.describe() + "\n//   " + b_.describe() + "\n";
     s += fmt::format("//   {} output tiles ({} x {} a matrix) of {} x {}, walked in groups of {} tile rows\n",
                      total_tiles(), tiles_m_, tiles_n_, c_.bm, c_.bn, c_.group);
@@ -130,28 +132,39 @@ private:
     return s;
   }
 
-  // acc += A B for one m64 x bn x k16 slice: A and B from shared memory (descriptors),
-  // the accumulators in bn / 2 registers a thread.
+  // The PTX type of an operand's elements in shared memory.
+  std::string ptx_type(bool operand_a) const {
+    if (fp8_) return ir::gemm_fp8_operand(k_, operand_a) == DType::f8e5m2 ? "e5m2" : "e4m3";
+    return k_.gemm.operand_dtype == DType::bf16 ? "bf16" : "f16";
+  }
+
+  // acc += A B for one m64 x bn x k16 slice (k32 for fp8): A and B from shared memory
+  // (descriptors), the accumulators in bn / 2 registers a thread.
   std::string product_function() const {
     const int regs = c_.bn / 2;
-    const char* t = k_.gemm.operand_dtype == DType::bf16 ? "bf16" : "f16";
     std::vector<std::string> dregs, outs;
     for (int i = 0; i < regs; ++i) {
       dregs.push_back(fmt::format("%{}", i));
       outs.push_back(fmt::format("\"+f\"(acc[{}])", i));
     }
     std::string s = fmt::format(
-        "// acc (+)= A B on the Tensor Cores of the warpgroup: a 64 x 16 slice of A against a 16 x {} slice of B\n"
-        "// (transpose bits: A {}, B {}); `accumulate` 0 starts the sums from zero.\n",
-        c_.bn, a_.k_contiguous() ? "K-major" : "M-major", b_.k_contiguous() ? "K-major" : "N-major");
+        "// acc (+)= A B on the Tensor Cores of the warpgroup: a 64 x {} slice of A against a {} x {} slice of B\n"
+        "// ({}); `accumulate` 0 starts the sums from zero.\n",
+        slice_k_, slice_k_, c_.bn,
+        fp8_ ? "both K-major, fp8 has no transpose bits"
+             : fmt::format("transpose bits: A {}, B {}", a_.k_contiguous() ? "K-major" : "M-major",
+                           b_.k_contiguous() ? "K-major" : "N-major"));
     s += fmt::format("static __device__ __forceinline__ void {}_product(float (&acc)[{}], unsigned long long a, "
                      "unsigned long long b, int accumulate) {{\n",
                      k_.name, regs);
     s += fmt::format("  asm volatile(\"{{ .reg .pred p; setp.ne.b32 p, %{}, 0;\\n\"\n", regs + 2);
-    s += fmt::format("               \"wgmma.mma_async.sync.aligned.m64n{}k16.f32.{}.{} {{{}}}, %{}, %{}, p, 1, 1, {}, "
-                     "{};\\n}}\"\n",
-                     c_.bn, t, t, fmt::join(dregs, ", "), regs, regs + 1, a_.k_contiguous() ? 0 : 1,
-                     b_.k_contiguous() ? 0 : 1);
+    // fp8 products take no transpose immediates (their tiles are K-major).
+    const std::string transposes =
+        fp8_ ? "" : fmt::format(", {}, {}", a_.k_contiguous() ? 0 : 1, b_.k_contiguous() ? 0 : 1);
+    s += fmt::format("               \"wgmma.mma_async.sync.aligned.m64n{}k{}.f32.{}.{} {{{}}}, %{}, %{}, p, 1, 1{};"
+                     "\\n}}\"\n",
+                     c_.bn, slice_k_, ptx_type(true), ptx_type(false), fmt::join(dregs, ", "), regs, regs + 1,
+                     transposes);
     s += fmt::format("               : {}\n", fmt::join(outs, ", "));
     s += "               : \"l\"(a), \"l\"(b), \"r\"(accumulate) : \"memory\");\n}\n";
     return s;
@@ -324,7 +337,7 @@ private:
     s += in + "kiln_mbarrier_wait(full + 8u * stage, phase);  // its tiles have landed\n";
     s += in + "const unsigned at = smem + stage * " + std::to_string(stage_bytes_) + "u;\n";
     s += in + "kiln_wgmma_fence();\n";
-    s += fmt::format("#pragma unroll\n{}for (int kk = 0; kk < {}; ++kk) {{\n", in, c_.bk / kSliceK);
+    s += fmt::format("#pragma unroll\n{}for (int kk = 0; kk < {}; ++kk) {{\n", in, c_.bk / slice_k_);
     s += fmt::format("{}  const unsigned long long b = {};\n", in,
                      b_.descriptor("at + " + std::to_string(a_.tile_bytes()) + "u", 0, "kk"));
     // A part's rows start part * rows tile rows in (K-major: rows of 128 bytes; MN-major:
@@ -561,6 +574,8 @@ private:
   int consumers_ = 1, rows_ = 64, frags_ = 1, cluster_ = 1;
   int64_t tiles_m_ = 0, cluster_rows_ = 0, tiles_n_ = 0, k_steps_ = 0, split_ = 1, slice_steps_ = 0;
   int stage_bytes_ = 0;
+  bool fp8_ = false;  // fp8 products (ir::gemm_fp8_products)
+  int slice_k_ = 16;  // K of one wgmma product
   DType handoff_dtype_ = DType::f16;  // the hand-off tile's dtype
 };
 

@@ -130,15 +130,18 @@ void verify(const Kernel& k) {
   for (size_t i = 0; i < k.args.size(); ++i) {
     const KernelArg& a = k.args[i];
     if (!names.insert(a.name).second) fail(fmt::format("argument %{} is named twice", a.name));
+    const bool gemm_operand = gemm_operand_arg(k, static_cast<int>(i));
     const bool dequantised = k.kind == KernelKind::Gemm && k.gemm.b.dequant.active() &&
                              static_cast<int>(i) == k.gemm.b.arg;
-    if (is_storage_only(a.type.dtype) && k.kind != KernelKind::Pointwise && !dequantised && !gemm_operand_arg(k, static_cast<int>(i)))
+    if (is_storage_only(a.type.dtype) && k.kind != KernelKind::Pointwise && !dequantised && !gemm_operand)
       fail(fmt::format("argument %{} holds {}: only pointwise kernels and dequantised gemm operands read i8 and i4",
                        a.name, a.type.str()));
-    if (is_fp8(a.type.dtype) && k.kind != KernelKind::Pointwise)
-      fail(fmt::format("argument %{} holds {}: only pointwise kernels read and write fp8", a.name, a.type.str()));
+    if (is_fp8(a.type.dtype) && k.kind != KernelKind::Pointwise && !gemm_operand)
+      fail(fmt::format("argument %{} holds {}: only pointwise kernels and gemm operands (widened by their prologue) "
+                       "read fp8, and only pointwise kernels write it",
+                       a.name, a.type.str()));
     // A gemm's operands span their own [batch..., rows, cols]; verify_gemm checks them.
-    if (gemm_operand_arg(k, static_cast<int>(i))) continue;
+    if (gemm_operand) continue;
     // An attention kernel's operands and output span their own spaces; verify_attention checks them.
     if (k.kind == KernelKind::Attention && (a.is_output || attention_operand(k, static_cast<int>(i)))) continue;
     if (a.strides.size() != rank)

@@ -119,13 +119,34 @@ bool gemm_operand_vector_loads(const Kernel& k, bool operand_a) {
   return chunk * src_bytes <= 32 && chunks_aligned(k, operand_a, chunk);
 }
 
+std::optional<DType> gemm_fp8_operand(const Kernel& k, bool operand_a) {
+  const GemmOperand& op = operand_a ? k.gemm.a : k.gemm.b;
+  const std::vector<ScalarOp>& p = op.prologue;
+  if (p.size() != 2 || p[0].kind != ScalarKind::Load || p[0].arg != op.arg || !is_fp8(p[0].dtype)) return std::nullopt;
+  const ScalarOp& widen = p[1];
+  if (widen.kind != ScalarKind::Op || widen.op != OpKind::Cast || widen.operands != std::vector<int>{0} ||
+      widen.dtype != k.gemm.operand_dtype)
+    return std::nullopt;
+  return p[0].dtype;
+}
+
+bool gemm_fp8_products(const Kernel& k) { return gemm_fp8_operand(k, true) && gemm_fp8_operand(k, false); }
+
+int gemm_tile_element_bytes(const Kernel& k) {
+  return gemm_fp8_products(k) ? 1 : dtype_bytes(k.gemm.operand_dtype);
+}
+
 bool gemm_operand_tma(const Kernel& k, bool operand_a) {
   const GemmOperand& op = operand_a ? k.gemm.a : k.gemm.b;
   const DType t = k.gemm.operand_dtype;
-  if (!op.prologue.empty() || (t != DType::f16 && t != DType::bf16)) return false;
-  if (k.args.at(static_cast<size_t>(op.arg)).type.dtype != t) return false;
   const GemmLayout l = gemm_layout(k, operand_a);
-  const int64_t chunk = 16 / dtype_bytes(t);
+  if (gemm_fp8_products(k)) {
+    if (!l.k_contiguous) return false;
+  } else {
+    if (!op.prologue.empty() || (t != DType::f16 && t != DType::bf16)) return false;
+    if (k.args.at(static_cast<size_t>(op.arg)).type.dtype != t) return false;
+  }
+  const int64_t chunk = 16 / gemm_tile_element_bytes(k);
   bool legal = l.ld % chunk == 0 && l.ld > 0;
   int batch_dims = 0;
   for (int64_t s : l.batch_strides) {

@@ -25,6 +25,7 @@
 //   }
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -87,11 +88,23 @@ bool gemm_operand_async(const Kernel& k, bool operand_a);
 // vector of its stored elements; else it loads them one at a time.
 bool gemm_operand_vector_loads(const Kernel& k, bool operand_a);
 
+// The fp8 type an operand is stored in when its prologue only widens it: a load of an
+// f8e4m3 or f8e5m2 argument and one cast to the operand dtype. Every fp8 value is an
+// f16, bf16 and f32 value, so multiplying the stored bytes gives the same products.
+std::optional<DType> gemm_fp8_operand(const Kernel& k, bool operand_a);
+// Whether both operands are widened fp8 (any mix of e4m3 and e5m2): the wgmma schedule
+// then loads their bytes and multiplies them on the fp8 Tensor Cores, 32 K a product.
+bool gemm_fp8_products(const Kernel& k);
+// The bytes one element of an operand tile takes in shared memory under the wgmma
+// schedule: 1 for fp8 products, else the operand dtype's size.
+int gemm_tile_element_bytes(const Kernel& k);
+
 // Whether Hopper's copy engine (TMA) can load an operand's tiles straight into the
-// swizzled shared memory that wgmma reads: f16 or bf16 elements with no prologue, row
-// and batch strides that are multiples of 16 bytes (TMA's rule), and at most three
-// batch dims it does not broadcast over (a tensor map has five dims). Tails need no
-// alignment: the copy engine fills elements past the matrix with zeros.
+// swizzled shared memory that wgmma reads: f16 or bf16 elements with no prologue (or
+// fp8 products, whose tiles wgmma reads K-major only), row and batch strides that are
+// multiples of 16 bytes (TMA's rule), and at most three batch dims it does not
+// broadcast over (a tensor map has five dims). Tails need no alignment: the copy
+// engine fills elements past the matrix with zeros.
 bool gemm_operand_tma(const Kernel& k, bool operand_a);
 // Whether an operand TMA cannot load in place (rows not a multiple of 16 bytes) can
 // load from a staged copy instead: f16 or bf16 without a prologue, one matrix (no
@@ -108,7 +121,7 @@ bool gemm_operand_arg(const Kernel& k, int arg);
 // i4, 8 of i8) at a time, every row starting at a multiple of 8 elements with K too.
 bool gemm_dequant_word_loads(const Kernel& k);
 
-// "f16", "bf16", "f32" or "tf32": what the products multiply.
+// "f16", "bf16", "f32" or "tf32": what the products multiply once the prologues have run.
 std::string gemm_compute_name(const GemmCore& g);
 // The number of output matrices (the product of the batch dims).
 int64_t gemm_batch_count(const GemmCore& g);

@@ -225,6 +225,7 @@ std::vector<TileConfig> gemm_sweep(const Kernel& k) {
     }
   };
   const GemmCore& g = k.gemm;
+  out = gemm_wgmma_sweep(k);  // exact f32 products too, where they widen fp8 operands
   if (default_schedule(k) == kSimt) {
     for (int bm : {64, 128})
       for (int bn : {64, 128})
@@ -235,7 +236,6 @@ std::vector<TileConfig> gemm_sweep(const Kernel& k) {
         }
     return out;
   }
-  out = gemm_wgmma_sweep(k);
   for (const TileConfig& c : gemm_gemv_sweep(k)) out.push_back(c);
   const int esize = dtype_bytes(g.operand_dtype);
   for (const MmaShape& s : kMmaShapes) {
@@ -293,12 +293,13 @@ TileConfig first_legal(const Kernel& k, TileConfig c) {
 
 TileConfig gemm_heuristic(const Kernel& k) {
   const GemmCore& g = k.gemm;
+  // Before the f32 rule below: fp8 operands widened to f32 multiply exactly on wgmma.
+  if (std::optional<TileConfig> hopper = gemm_wgmma_heuristic(k)) return *hopper;
   if (default_schedule(k) == kSimt) {
     const int bm = g.m <= 32 ? 32 : g.m <= 64 ? 64 : 128, bn = g.n <= 32 ? 32 : g.n <= 64 ? 64 : 128;
     return first_legal(k, TileConfig{.schedule = kSimt, .bm = bm, .bn = bn, .bk = 16, .stages = 2, .group = 8,
                                      .split_k = 1});
   }
-  if (std::optional<TileConfig> hopper = gemm_wgmma_heuristic(k)) return *hopper;
   // Dequantised weights for a few rows: the weight's bytes are the time; gemv streams them.
   if (g.b.dequant.active() && gemm_gemv_applies(k)) return gemm_gemv_heuristic(k);
   // Dequantised weights for more rows (dequantised in mma_sync's load stage): the tuner's

@@ -2,9 +2,9 @@
 // first thread issues the copy engine's (TMA) loads of A and B tiles into `stages`
 // shared-memory stages, and warps_m x warps_n consumer warpgroups: warps_m of them
 // split a tile along M, each multiplying a (bm / warps_m) x bn part with wgmma
-// m64nNk16 products straight from shared memory; warps_n = 2 sets of them take the
-// block's tiles in turns (ping-pong), so that one's epilogue runs while the other
-// multiplies. Blocks are persistent: one an SM, each walking output tiles.
+// m64nNk16 products (k32 for fp8) straight from shared memory; warps_n = 2 sets of
+// them take the block's tiles in turns (ping-pong), so that one's epilogue runs while
+// the other multiplies. Blocks are persistent: one an SM, each walking output tiles.
 //
 // Rules: a consumer's part is one or two m64 rows of wgmma products (64 or 128 rows)
 // and holds at most 64 x 256 fp32 accumulators (128 registers a thread, what the
@@ -48,7 +48,7 @@ int64_t tiles_of(const Kernel& k, int bm, int bn) {
 // unit an SM, each slice keeping 16 or more K steps.
 std::vector<int> wgmma_splits(const Kernel& k, int bm, int bn) {
   std::vector<int> splits{1};
-  const int64_t tiles = tiles_of(k, bm, bn), steps = ceil_div(k.gemm.k, 64);
+  const int64_t tiles = tiles_of(k, bm, bn), steps = ceil_div(k.gemm.k, 128 / gemm_tile_element_bytes(k));
   for (int s = 2; s <= 16 && tiles * s <= kTargetSMs && steps / s >= 16; s *= 2) splits.push_back(s);
   return splits;
 }
@@ -63,7 +63,7 @@ bool gemm_wgmma_applies(const Kernel& k) {
 int wgmma_threads(const TileConfig& c) { return kWarpgroup * (c.warps_m * c.warps_n + 1); }
 
 int64_t wgmma_stage_bytes(const Kernel& k, const TileConfig& c) {
-  return (int64_t{c.bm} + c.bn) * c.bk * dtype_bytes(k.gemm.operand_dtype);
+  return (int64_t{c.bm} + c.bn) * c.bk * gemm_tile_element_bytes(k);
 }
 
 int64_t wgmma_strip_bytes(const TileConfig& c) {
@@ -100,9 +100,9 @@ void validate_gemm_wgmma(const Kernel& k, const TileConfig& c) {
                      target_arch_specific() ? "a" : ""));
   for (bool a : {true, false})
     if (!gemm_operand_tma(k, a) && !gemm_operand_stageable(k, a))
-      fail(fmt::format("operand {} cannot load through TMA (f16 or bf16 without a prologue, with row and batch "
-                       "strides multiples of 16 bytes and at most 3 batch dims it does not broadcast over, or a "
-                       "single matrix that a padded copy can stage)",
+      fail(fmt::format("operand {} cannot load through TMA (f16 or bf16 without a prologue, or both operands "
+                       "widened fp8 stored K-contiguous; row and batch strides multiples of 16 bytes and at most 3 "
+                       "batch dims it does not broadcast over; or a single matrix that a padded copy can stage)",
                        a ? "A" : "B"));
   if (c.warps_m < 1 || c.warps_n < 1 || c.warps_m * c.warps_n > 2)
     fail("schedule wgmma takes one or two consumer warpgroups: warps_m (splitting a tile along M) x warps_n (taking "
@@ -113,7 +113,7 @@ void validate_gemm_wgmma(const Kernel& k, const TileConfig& c) {
   if (c.bn % 64 != 0 || c.bn < 64 || c.bn > 256) fail("bn must be 64, 128, 192 or 256");
   if (rows * c.bn > kMaxAccumulators)
     fail(fmt::format("a consumer's part {} x {} holds more than 64 x 256 accumulators", rows, c.bn));
-  if (c.bk * dtype_bytes(k.gemm.operand_dtype) != 128) fail("bk must be 128 bytes of K (64 f16 or bf16)");
+  if (c.bk * gemm_tile_element_bytes(k) != 128) fail("bk must be 128 bytes of K (64 f16 or bf16, 128 fp8)");
   if (c.stages < 2 || c.stages > 8) fail("stages must be 2 to 8");
   if (c.split_k < 1) fail("split_k must be 1 or more");
   const int cluster = std::max(1, c.cluster);
@@ -161,7 +161,7 @@ std::vector<TileConfig> gemm_wgmma_sweep(const Kernel& k) {
   // m64 rows under the 168 registers of 384 threads, 128 x 128 in turns, spills.)
   constexpr Shape kShapes[] = {{128, 256, 2, 1}, {128, 192, 2, 1}, {128, 128, 2, 1}, {256, 128, 2, 1},
                                {64, 256, 1, 2},  {64, 256, 1, 1},  {128, 64, 2, 1}};
-  const int bk = 128 / dtype_bytes(k.gemm.operand_dtype);
+  const int bk = 128 / gemm_tile_element_bytes(k);
   auto add = [&](const TileConfig& c) {
     try {
       validate_gemm(k, c);
@@ -193,7 +193,7 @@ std::vector<TileConfig> gemm_wgmma_sweep(const Kernel& k) {
 
 std::optional<TileConfig> gemm_wgmma_heuristic(const Kernel& k) {
   if (!gemm_wgmma_applies(k)) return std::nullopt;
-  const int bk = 128 / dtype_bytes(k.gemm.operand_dtype);
+  const int bk = 128 / gemm_tile_element_bytes(k);
   // Measured on the H200 (bench/NOTES.md): two consumers sharing 128 x 256 tiles, four
   // stages, where the tiles fill every SM at least once (consumers taking 64 x 256 tiles
   // in turns measured 2-13% slower in kiln bench, though the tuner's timing favoured

@@ -89,7 +89,9 @@ private:
         ok = ok && !main;
         main = u;
       }
-      if (!ok || !main || !is_float(main->type.dtype)) break;
+      // A cast may widen fp8 (exact: every fp8 value is a value of each float type).
+      const bool widens_fp8 = main && n->op == ir::OpKind::Cast && is_fp8(main->type.dtype);
+      if (!ok || !main || !(is_float(main->type.dtype) || widens_fp8)) break;
       chain.insert(n);
       for (const Value* u : n->operands) {  // the constants, through their views
         if (u == main) continue;

@@ -75,6 +75,10 @@ const std::vector<BenchCase>& bench_cases() {
       // tanh-approximate GELU: the one cuBLASLt's GELU_BIAS epilogue computes.
       {"gemm_bias_gelu", "y = gelu_tanh(A @ B + bias[N])", {DType::f16}, {BenchSize::gemm(4096, 4096, 4096)},
        SizeForm::Gemm},
+      // fp8 products with a scale per row of A and per column of B (torch._scaled_mm's row-wise
+      // form): both operands K-contiguous, as fp8 Tensor Cores read them.
+      {"gemm_fp8", "y = bf16(A @ B^T * sa[M,1] * sb[1,N]); A [M,K], B [N,K] in fp8", {DType::f8e4m3},
+       {BenchSize::gemm(4096, 4096, 4096), BenchSize::gemm(8192, 8192, 8192)}, SizeForm::Gemm},
       // Decoding's weight-only quantised products: a few token rows against an [N, K] weight.
       {"quant_w4g128", "y = x @ dequant(w: i4[N,K], s[N,K/128], group 128)^T", {DType::bf16},
        {BenchSize::gemm(1, 8192, 8192), BenchSize::gemm(16, 8192, 8192), BenchSize::gemm(64, 8192, 8192)},
@@ -104,6 +108,7 @@ bool BenchCase::takes(const BenchSize& s) const {
   if (s.is_attention() != (form == SizeForm::Attention)) return false;
   if (s.is_attention()) return s.causal == (name == "attention_causal");
   if (s.is_gemm() != (form == SizeForm::Gemm)) return false;
+  if (is_fp8_case(*this)) return s.batch == 0;
   return !is_quant_case(*this) || (s.batch == 0 && s.depth % kQuantGroup == 0);
 }
 
@@ -112,6 +117,7 @@ void check_size_form(const BenchCase& c, const BenchSize& s) {
   if (is_quant_case(c))
     throw Error(fmt::format("benchmark case {} takes sizes MxNxK with K a multiple of {}, not {}", c.name, kQuantGroup,
                             s.str()));
+  if (is_fp8_case(c)) throw Error(fmt::format("benchmark case {} takes sizes MxNxK, not {}", c.name, s.str()));
   const char* form = c.form == SizeForm::Gemm        ? "MxNxK or BxMxNxK"
                      : c.form == SizeForm::Attention ? (c.name == "attention_causal" ? "BxHxSqxSkvxDc or BxHxSxDc (causal), with gN for N K/V heads"
                                                                                      : "BxHxSqxSkvxD (not causal), with gN for N K/V heads")
@@ -138,6 +144,17 @@ void build_gemm(kiln::Graph& g, const BenchCase& c, DType dtype, const BenchSize
   }
 }
 
+// An fp8 A [M, K] times B [N, K]^T, widened to bf16 (exactly: fp8 values are bf16 values),
+// then scaled per row of A and per column of B in f32, bf16 out.
+void build_gemm_fp8(kiln::Graph& g, DType dtype, const BenchSize& size) {
+  auto a = g.input("a", dtype, {size.rows, size.depth});
+  auto b = g.input("b", dtype, {size.cols, size.depth});
+  auto sa = g.input("sa", DType::f32, {size.rows, 1});
+  auto sb = g.input("sb", DType::f32, {1, size.cols});
+  auto product = kiln::matmul(kiln::cast(a, DType::bf16), kiln::cast(b, DType::bf16), false, true);
+  g.output(kiln::cast(kiln::cast(product, DType::f32) * sa * sb, DType::bf16));
+}
+
 // x [M, K] @ dequant(w, s)^T with w [N, K] of i4 in groups of 128 or i8 with a scale a row.
 void build_quant(kiln::Graph& g, const BenchCase& c, DType dtype, const BenchSize& size) {
   const bool w4 = c.name == "quant_w4g128";
@@ -155,9 +172,12 @@ void build_quant(kiln::Graph& g, const BenchCase& c, DType dtype, const BenchSiz
 
 bool is_quant_case(const BenchCase& c) { return c.name == "quant_w4g128" || c.name == "quant_w8"; }
 
+bool is_fp8_case(const BenchCase& c) { return c.name == "gemm_fp8"; }
+
 ir::Graph bench_graph(const BenchCase& c, DType dtype, const BenchSize& size) {
-  if (!is_float(dtype))
-    throw Error(fmt::format("benchmark case {} needs a float dtype, got {}", c.name, dtype_name(dtype)));
+  if (is_fp8_case(c) ? !is_fp8(dtype) : !is_float(dtype))
+    throw Error(fmt::format("benchmark case {} needs {} dtype, got {}", c.name, is_fp8_case(c) ? "an fp8" : "a float",
+                            dtype_name(dtype)));
   for (int64_t d : size.dims())
     if (d < 1) throw Error(fmt::format("benchmark case {}: size {} must be positive", c.name, size.str()));
   check_size_form(c, size);
@@ -165,6 +185,8 @@ ir::Graph bench_graph(const BenchCase& c, DType dtype, const BenchSize& size) {
   kiln::Graph g(fmt::format("{}_{}_{}", c.name, dtype_name(dtype), size.str()));
   if (is_quant_case(c)) {
     build_quant(g, c, dtype, size);
+  } else if (is_fp8_case(c)) {
+    build_gemm_fp8(g, dtype, size);
   } else if (is_attention_case(c)) {
     build_attention(g, dtype, size);
   } else if (c.form == SizeForm::Gemm) {
@@ -223,6 +245,8 @@ int64_t bench_bytes(const BenchCase& c, DType dtype, const BenchSize& size) {
     const int64_t groups = w4 ? k / kQuantGroup : 1;
     return m * k * es + (w4 ? n * k / 2 : n * k) + n * groups * es + m * n * es;
   }
+  if (is_fp8_case(c))  // the fp8 operands, the f32 scales, the bf16 output
+    return (size.rows + size.cols) * size.depth + 4 * (size.rows + size.cols) + 2 * size.rows * size.cols;
   if (c.form == SizeForm::Gemm) {
     const int64_t b = size.batches(), m = size.rows, n = size.cols, k = size.depth;
     const int64_t bias = c.name == "gemm_bias_gelu" ? n : 0;

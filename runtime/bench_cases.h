@@ -57,12 +57,14 @@ struct BenchCase {
   std::vector<BenchSize> sizes;
   SizeForm form = SizeForm::Matrix;
   // Whether a size is of the case's form (the quantised products: MxNxK with K in whole
-  // groups of 128).
+  // groups of 128; fp8 products: MxNxK, unbatched).
   bool takes(const BenchSize& s) const;
 };
 
 // Whether a case is a weight-only quantised product (quant_w4g128, quant_w8): inputs x, w, s.
 bool is_quant_case(const BenchCase& c);
+// Whether a case multiplies fp8 operands (gemm_fp8): its dtype is theirs, its output bf16.
+bool is_fp8_case(const BenchCase& c);
 
 // Every case, in the order `kiln bench` runs them.
 const std::vector<BenchCase>& bench_cases();

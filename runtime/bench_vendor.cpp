@@ -86,7 +86,7 @@ VendorRun cublas_on_dequantised(const BenchCase& c, DType dtype, const BenchSize
 }  // namespace
 
 std::vector<std::string> vendor_impls(const BenchCase& c) {
-  if (c.form != SizeForm::Gemm) return {};
+  if (c.form != SizeForm::Gemm || is_fp8_case(c)) return {};  // fp8: torch._scaled_mm in bench/peers.py
   if (is_quant_case(c)) return {kCublasImpl};
   if (c.name == "gemm_bias_gelu") return {kCublasEpilogueImpl, kCublasLtImpl};
   return {kCublasImpl, kCublasLtImpl};

@@ -30,7 +30,7 @@ TEST(BenchCases, ListsTheCasesInOrder) {
   for (const auto& c : runtime::bench_cases()) names.push_back(c.name);
   EXPECT_EQ(names, (std::vector<std::string>{"gelu_chain", "swiglu", "mul_add", "softmax", "add_rmsnorm",
                                              "layer_norm", "row_sum", "col_sum", "col_mean", "middle_axis_sum",
-                                             "multi_axis_sum", "gemm", "gemm_batched", "gemm_bias_gelu",
+                                             "multi_axis_sum", "gemm", "gemm_batched", "gemm_bias_gelu", "gemm_fp8",
                                              "quant_w4g128", "quant_w8", "attention", "attention_causal"}));
 }
 
@@ -169,6 +169,7 @@ TEST(BenchCases, BytesMatchTheGraphsInputsAndOutputs) {
   // An independent count: the graph's own inputs and outputs, each once.
   for (const auto& c : runtime::bench_cases())
     for (BenchSize s : {small_size(c), runtime::is_quant_case(c)               ? BenchSize::gemm(3, 7, 128)
+                                       : runtime::is_fp8_case(c)                 ? BenchSize::gemm(5, 6, 40)
                                        : c.form == runtime::SizeForm::Gemm      ? BenchSize::batched_gemm(3, 6, 40, 9)
                                        : c.form == runtime::SizeForm::Attention ? BenchSize::attention(1, 3, 3, 5, 5, 32, c.name == "attention_causal")
                                                                                 : BenchSize{7, 3}}) {
