@@ -142,5 +142,22 @@ TEST(GemmFp8, OneFp8OperandWidensInItsLoads) {
   compile_log(k, "sm_90a");
 }
 
+// One scale per tensor (a scalar input) is an epilogue input like the row scales.
+TEST(GemmFp8, AScalePerTensorRunsInTheEpilogue) {
+  const ir::TargetScope target("sm_90a");
+  kiln::Graph g("per_tensor");
+  auto a = g.input("a", DType::f8e4m3, {1024, 512});
+  auto b = g.input("b", DType::f8e4m3, {2048, 512});
+  auto scale = g.input("scale", DType::f32, {});
+  auto y = kiln::matmul(kiln::cast(a, DType::bf16), kiln::cast(b, DType::bf16), false, true);
+  g.output(kiln::cast(kiln::cast(y, DType::f32) * scale, DType::bf16));
+  ir::Graph ir = g.ir().clone();
+  passes::PassManager("fuse", {}).run(ir);
+  passes::Plan plan = passes::lower(ir);
+  ASSERT_EQ(plan.kernels.size(), 1u);
+  EXPECT_TRUE(ir::gemm_fp8_products(plan.kernels[0]));
+  EXPECT_TRUE(contains(ir::print(plan.kernels[0]), "load %scale")) << ir::print(plan.kernels[0]);
+}
+
 }  // namespace
 }  // namespace kiln
