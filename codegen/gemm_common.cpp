@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "codegen/scalar_emit.h"
+#include "ir/tile_config.h"
 
 namespace kiln::codegen {
 
@@ -45,9 +46,14 @@ std::vector<std::string> gemm_pointer_params(const ir::Kernel& k, const std::vec
 
 std::string gemm_header_title(const ir::Kernel& k) {
   const ir::GemmCore& g = k.gemm;
+  // wgmma multiplies fp8 operands as stored; the other schedules widen them first.
+  std::string products(ir::gemm_compute_name(g));
+  if (k.config.schedule == ir::kWgmma && ir::gemm_fp8_products(k))
+    products = fmt::format("{} x {}", dtype_name(*ir::gemm_fp8_operand(k, true)),
+                           dtype_name(*ir::gemm_fp8_operand(k, false)));
   std::string s = fmt::format("\n// ---- kernel {}: gemm {}{} x {} x {} (M x N x K), {} products, fp32 sums ----\n",
                               k.name, g.batch.empty() ? "" : "batch " + shape_str(g.batch) + " of ", g.m, g.n, g.k,
-                              ir::gemm_compute_name(g));
+                              products);
   s += "// Fuses:\n";
   for (const std::string& line : k.fused_nodes) s += "//   " + line + "\n";
   return s;
