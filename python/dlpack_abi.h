@@ -8,7 +8,9 @@
 namespace kiln::python::dlpack {
 
 enum DeviceType : int32_t { kCPU = 1, kCUDA = 2, kCUDAHost = 3, kCUDAManaged = 13 };
-enum TypeCode : uint8_t { kInt = 0, kUInt = 1, kFloat = 2, kBfloat = 4, kBool = 6 };
+// The fp8 codes are DLPack 1.1's (kDLFloat8_e4m3fn, kDLFloat8_e5m2): PyTorch's float8_e4m3fn
+// and float8_e5m2, which are Kiln's f8e4m3 and f8e5m2.
+enum TypeCode : uint8_t { kInt = 0, kUInt = 1, kFloat = 2, kBfloat = 4, kBool = 6, kFloat8E4m3fn = 10, kFloat8E5m2 = 12 };
 
 struct Device {
   int32_t device_type;

@@ -20,6 +20,8 @@ std::optional<DType> kiln_dtype(dlpack::DataType t) {
   if (t.code == dlpack::kBfloat && t.bits == 16) return DType::bf16;
   if (t.code == dlpack::kInt && t.bits == 32) return DType::i32;
   if (t.code == dlpack::kBool && t.bits == 8) return DType::i1;
+  if (t.code == dlpack::kFloat8E4m3fn && t.bits == 8) return DType::f8e4m3;
+  if (t.code == dlpack::kFloat8E5m2 && t.bits == 8) return DType::f8e5m2;
   return std::nullopt;
 }
 
@@ -31,6 +33,8 @@ std::string dlpack_dtype_text(dlpack::DataType t) {
     case dlpack::kFloat: kind = "float"; break;
     case dlpack::kBfloat: kind = "bfloat"; break;
     case dlpack::kBool: kind = "bool"; break;
+    case dlpack::kFloat8E4m3fn: kind = "float8_e4m3fn"; break;
+    case dlpack::kFloat8E5m2: kind = "float8_e5m2"; break;
     default: return fmt::format("DLPack type code {} of {} bits", t.code, t.bits);
   }
   return t.lanes == 1 ? fmt::format("{}{}", kind, t.bits) : fmt::format("{}{}x{}", kind, t.bits, t.lanes);

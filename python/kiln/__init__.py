@@ -40,6 +40,9 @@ def _described_torch(tensors):
     if not _TORCH_DTYPES:
         _TORCH_DTYPES.update({torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16",
                               torch.int32: "i32", torch.bool: "i1"})
+        for name, kiln_name in (("float8_e4m3fn", "f8e4m3"), ("float8_e5m2", "f8e5m2")):  # torch >= 2.1
+            if hasattr(torch, name):
+                _TORCH_DTYPES[getattr(torch, name)] = kiln_name
     described = []
     for t in tensors:
         if not isinstance(t, torch.Tensor) or not t.is_cuda:

@@ -4,9 +4,9 @@ Kiln's checks can be seen to read the description (its memory is never touched).
 import ctypes
 
 CPU, CUDA = 1, 2
-INT, UINT, FLOAT, BFLOAT, BOOL = 0, 1, 2, 4, 6
+INT, UINT, FLOAT, BFLOAT, BOOL, FLOAT8_E4M3FN, FLOAT8_E5M2 = 0, 1, 2, 4, 6, 10, 12
 DTYPES = {"f32": (FLOAT, 32), "f16": (FLOAT, 16), "bf16": (BFLOAT, 16), "i32": (INT, 32), "i1": (BOOL, 8),
-          "f64": (FLOAT, 64), "u8": (UINT, 8)}
+          "f64": (FLOAT, 64), "u8": (UINT, 8), "f8e4m3": (FLOAT8_E4M3FN, 8), "f8e5m2": (FLOAT8_E5M2, 8)}
 
 
 class _Device(ctypes.Structure):

@@ -13,6 +13,7 @@ import kiln  # noqa: E402
 from fake_dlpack import CPU, FakeTensor  # noqa: E402
 
 ARCH = "sm_90a"  # compile for the H200 with no GPU present
+EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples")
 RMSNORM = """func @add_rmsnorm(%x: f16[64,256], %r: f16[64,256], %w: f16[256]) -> (f16[64,256], f16[64,256]) {
   %h = add %x, %r : f16[64,256]
   %y = rms_norm %h, %w {axis = -1, eps = 1e-06} : f16[64,256]
@@ -120,6 +121,13 @@ class RunChecks(unittest.TestCase):
         ins[0] = FakeTensor("f64", [64, 256])
         with self.assertRaisesRegex(kiln.Error, r"input 0 %x: expected f16\[64,256\], got float64\[64,256\]"):
             self.p.run(ins, self.outs())
+
+    def test_fp8_tensors_read_as_kilns_fp8_dtypes(self):
+        p = kiln.compile(kiln.parse_file(os.path.join(EXAMPLES, "fp8_scaled_matmul.kiln")), arch=ARCH)
+        ins = [FakeTensor("f8e4m3", [4096, 4096]), FakeTensor("f8e5m2", [4096, 4096]),
+               FakeTensor("f32", [4096, 1]), FakeTensor("f32", [1, 4096])]
+        with self.assertRaisesRegex(kiln.Error, r"^input 1 %b: expected f8e4m3\[4096,4096\], got f8e5m2\[4096,4096\]$"):
+            p.run(ins, [FakeTensor("bf16", [4096, 4096])])
 
     def test_non_contiguous_strides(self):
         ins = self.good()

@@ -121,6 +121,21 @@ class TorchTensors(unittest.TestCase):
             want = torch.softmax((xt * 0.5).double(), -1)
             self.assertLess(rel_l2(yt, want), bound, dtype)
 
+    def test_fp8_scaled_product_on_torch_float8_tensors(self):
+        if not hasattr(torch, "float8_e4m3fn"):
+            self.skipTest("this torch has no float8_e4m3fn")
+        examples = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples")
+        p = kiln.compile(kiln.parse_file(os.path.join(examples, "fp8_scaled_matmul.kiln")))
+        g = torch.Generator(device="cuda").manual_seed(5)
+        a, b = ((torch.rand(4096, 4096, device="cuda", generator=g) * 2 - 1).to(torch.float8_e4m3fn) for _ in range(2))
+        sa = torch.rand(4096, 1, device="cuda", generator=g) + 0.5
+        sb = torch.rand(1, 4096, device="cuda", generator=g) + 0.5
+        y = torch.full((4096, 4096), float("nan"), device="cuda", dtype=torch.bfloat16)
+        p(a, b, sa, sb, out=y)  # by pointer: float8 tensors are among the dtypes read directly
+        torch.cuda.synchronize()
+        want = (a.double() @ b.double().T) * sa.double() * sb.double()
+        self.assertLess(rel_l2(y, want), 1e-2)
+
     def test_errors_for_tensors_kiln_cannot_take(self):
         y, h = self.outputs()
         with self.assertRaisesRegex(kiln.Error, r"input 0 %x \(f16\[4096,4096\]\): strides \[1, 4096\]"):
