@@ -118,6 +118,7 @@ private:
     const std::string wait = async ? fmt::format("kiln_copy_async_wait_group<{}>();\n", stages - 2) : "";
     std::string s = fmt::format("  // The pipeline: {} K steps in flight ahead of the one being multiplied.\n",
                                 stages - 1);
+    s += schedule_->preload();
     s += fmt::format("#pragma unroll\n  for (int s = 0; s < {}; ++s) {{\n    if (s < k_steps) {{\n", stages - 1);
     s += fmt::format("      const int k0 = k_begin + s * {};\n", c_.bk);
     s += schedule_->issue("      ", fmt::format("s * {}u", bytes), "k0");
@@ -126,6 +127,8 @@ private:
     if (async) s += "    " + commit_group;
     s += "  }\n";
     s += "  " + wait + "  __syncthreads();\n";
+    const std::string first_prepare = schedule_->prepare("    ", "0u", "k_begin");
+    if (!first_prepare.empty()) s += "  if (k_steps > 0) {\n" + first_prepare + "  }\n  __syncthreads();\n";
     s += fmt::format("  int read_stage = 0, write_stage = {};\n", stages - 1);
     // Operands loaded through registers: with three stages or more, the registers loaded
     // in one step are stored to shared memory in the next, a whole step later, so that
@@ -155,6 +158,10 @@ private:
     next_stage += in + "  __syncthreads();\n";
     next_stage += fmt::format("{}  read_stage = read_stage == {} ? 0 : read_stage + 1;\n", in, stages - 1);
     next_stage += fmt::format("{}  write_stage = write_stage == {} ? 0 : write_stage + 1;\n", in, stages - 1);
+    const std::string prepare = schedule_->prepare(in + "    ", fmt::format("read_stage * {}u", bytes),
+                                                   fmt::format("k_begin + (step + 1) * {}", c_.bk));
+    if (!prepare.empty())
+      next_stage += in + "  if (step + 1 < k_steps) {\n" + prepare + in + "  }\n" + in + "  __syncthreads();\n";
     next_stage += in + "}\n";
     const std::string fragment_loads = schedule_->load_fragments(in, "(kk + 1) & 1", fmt::format("read_stage * {}u", bytes),
                                                                  fmt::format("(kk + 1) % {}", parts));

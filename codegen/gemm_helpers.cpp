@@ -21,6 +21,36 @@ constexpr DeviceHelper kGemmHelpers[] = {
      "unsigned src_bytes) {\n"
      "  asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16, %2;\" :: \"r\"(shared_dst), \"l\"(global_src), "
      "\"r\"(src_bytes) : \"memory\");\n}\n"},
+    // A 4-byte copy (through L1, the only way for fewer than 16 bytes) with the same
+    // zero fill past `src_bytes`.
+    {"kiln_copy_async4_zfill",
+     "static __device__ __forceinline__ void kiln_copy_async4_zfill(unsigned shared_dst, const void* global_src, "
+     "unsigned src_bytes) {\n"
+     "  asm volatile(\"cp.async.ca.shared.global [%0], [%1], 4, %2;\" :: \"r\"(shared_dst), \"l\"(global_src), "
+     "\"r\"(src_bytes) : \"memory\");\n}\n"},
+    // Two i4 weights (the low nibbles of halves of `t`) times the scale pair `s2`, as
+    // bf16 / f16 pairs: nibble ^ 8 in the low mantissa of 128 (1024) is 136 (1032) plus
+    // the weight, exactly; one fma takes the bias off (exact), one multiplies, rounding once.
+    {"kiln_dequant_i4x2_bf16",
+     "static __device__ __forceinline__ unsigned kiln_dequant_i4x2_bf16(unsigned t, unsigned s2) {\n"
+     "  const unsigned h = (t & 0x000f000fu) ^ 0x43084308u;\n  unsigned v, r;\n"
+     "  asm(\"fma.rn.bf16x2 %0, %1, %2, %3;\" : \"=r\"(v) : \"r\"(h), \"r\"(0x3f803f80u), \"r\"(0xc308c308u));\n"
+     "  asm(\"fma.rn.bf16x2 %0, %1, %2, %3;\" : \"=r\"(r) : \"r\"(v), \"r\"(s2), \"r\"(0x80008000u));\n"
+     "  return r;\n}\n"},
+    {"kiln_dequant_i4x2_f16",
+     "static __device__ __forceinline__ unsigned kiln_dequant_i4x2_f16(unsigned t, unsigned s2) {\n"
+     "  const unsigned h = (t & 0x000f000fu) ^ 0x64086408u;\n  unsigned v, r;\n"
+     "  asm(\"fma.rn.f16x2 %0, %1, %2, %3;\" : \"=r\"(v) : \"r\"(h), \"r\"(0x3c003c00u), \"r\"(0xe408e408u));\n"
+     "  asm(\"fma.rn.f16x2 %0, %1, %2, %3;\" : \"=r\"(r) : \"r\"(v), \"r\"(s2), \"r\"(0x80008000u));\n"
+     "  return r;\n}\n"},
+    // Two i8 weights (the bytes of `q` that `select` picks, 0x4140 or 0x4342) times `s2`
+    // as f16: byte ^ 0x80 under 0x64 is 1152 plus the weight, exactly.
+    {"kiln_dequant_i8x2_f16",
+     "static __device__ __forceinline__ unsigned kiln_dequant_i8x2_f16(unsigned q, unsigned select, unsigned s2) {\n"
+     "  const unsigned h = __byte_perm(q ^ 0x80808080u, 0x64646464u, select);\n  unsigned v, r;\n"
+     "  asm(\"fma.rn.f16x2 %0, %1, %2, %3;\" : \"=r\"(v) : \"r\"(h), \"r\"(0x3c003c00u), \"r\"(0xe480e480u));\n"
+     "  asm(\"fma.rn.f16x2 %0, %1, %2, %3;\" : \"=r\"(r) : \"r\"(v), \"r\"(s2), \"r\"(0x80008000u));\n"
+     "  return r;\n}\n"},
     // Closes the group of copies issued since the last commit.
     {"kiln_copy_async_commit",
      "static __device__ __forceinline__ void kiln_copy_async_commit() {\n"

@@ -22,7 +22,9 @@ public:
       : k_(k), c_(k.config),
         a_(k, true, params.at(static_cast<size_t>(k.gemm.a.arg)), c_.bm, c_.bk, 32 * c_.warps_m * c_.warps_n),
         b_(k, false, params.at(static_cast<size_t>(k.gemm.b.arg)), c_.bn, c_.bk, 32 * c_.warps_m * c_.warps_n),
-        math_(k, a_, b_) {}
+        math_(k, a_, b_) {
+    b_.place_packed(int64_t{c_.stages} * stage_bytes());
+  }
 
   std::string describe() const override {
     return fmt::format("//   {} warps ({} x {}), each {} x {} of the tile as {} x {} {} fragments\n//   {}\n//   {}\n",
@@ -30,7 +32,7 @@ public:
                        math_.frag_rows(), math_.frag_cols(), math_.describe(), a_.describe(), b_.describe());
   }
   int threads() const override { return 32 * c_.warps_m * c_.warps_n; }
-  int stage_bytes() const override { return a_.tile().bytes() + b_.tile().bytes(); }
+  int stage_bytes() const override { return a_.tile().bytes() + b_.stage_bytes(); }
   int stages() const override { return c_.stages; }
   bool async_copies() const override { return a_.async() || b_.async(); }
 
@@ -54,11 +56,15 @@ public:
   std::string commit(const std::string& in, const std::string& stage, const std::string& k0) const override {
     return a_.commit(in, stage, k0) + b_.commit(in, b_stage(stage), k0);
   }
+  std::string preload() const override { return b_.packed() ? b_.packed_preload() : ""; }
+  std::string prepare(const std::string& in, const std::string& stage, const std::string& k0) const override {
+    return b_.packed() ? b_.packed_prepare(in, b_stage(stage), k0) : "";
+  }
   int k_steps() const override { return math_.k_steps(); }
   std::string fragments() const override { return math_.fragments(); }
   std::string load_fragments(const std::string& in, const std::string& buf, const std::string& stage,
                              const std::string& kk) const override {
-    return math_.load(in, buf, stage, b_stage(stage), kk);
+    return math_.load(in, buf, stage, b_.packed() ? b_.packed_tile() : b_stage(stage), kk);
   }
   std::string multiply(const std::string& in, const std::string& buf) const override {
     return math_.multiply(in, buf);

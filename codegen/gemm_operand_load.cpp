@@ -48,14 +48,25 @@ OperandLoad::OperandLoad(const ir::Kernel& k, bool operand_a, const std::string&
   vector_source_ = ir::gemm_operand_vector_loads(k, operand_a);
   dequant_ = (operand_a ? k.gemm.a : k.gemm.b).dequant.active();
   word_loads_ = dequant_ && ir::gemm_dequant_word_loads(k);
+  packed_ = dequant_ && ir::gemm_dequant_packed(k, k.config);
+  if (packed_) {
+    pd_ = ir::gemm_packed_dequant(k, k.config);
+    async_ = true;
+  }
 }
+
+int OperandLoad::stage_bytes() const { return packed_ ? pd_.packed_tile_bytes : tile_.bytes(); }
 
 std::string OperandLoad::describe() const {
   const ir::GemmOperand& op = a_ ? k_.gemm.a : k_.gemm.b;
   const ir::KernelArg& arg = k_.args.at(static_cast<size_t>(op.arg));
   std::string how = async_ ? "16-byte cp.async copies"
                            : vector_source_ ? "vector loads through registers" : "element loads through registers";
-  if (dequant_)
+  if (packed_)
+    how = fmt::format("packed {} weights by 16-byte cp.async, dequantised in shared memory as each stage lands, "
+                      "with a scale per {} elements of K",
+                      dtype_name(arg.type.dtype), op.dequant.group);
+  else if (dequant_)
     how = fmt::format("{} {} weights through registers, dequantised with a scale per {} elements of K",
                       word_loads_ ? "word loads of" : "element loads of", dtype_name(arg.type.dtype), op.dequant.group);
   return fmt::format("{} %{}: {} contiguous, {}{}; shared tile {} x {} (swizzled 16-byte chunks)", a_ ? "A" : "B",
@@ -91,6 +102,7 @@ std::string OperandLoad::dst_setup() const {
 }
 
 std::string OperandLoad::setup(const std::string& outer0) const {
+  if (packed_) return packed_setup(outer0);
   if (dequant_) return dequant_setup(outer0);
   const ir::GemmOperand& op = a_ ? k_.gemm.a : k_.gemm.b;
   const ir::KernelArg& arg = k_.args.at(static_cast<size_t>(op.arg));
@@ -115,6 +127,7 @@ std::string OperandLoad::setup(const std::string& outer0) const {
 }
 
 std::string OperandLoad::issue(const std::string& in, const std::string& stage, const std::string& k0) const {
+  if (packed_) return packed_issue(in, stage, k0);
   if (dequant_) return dequant_issue(in, k0);
   const ir::GemmOperand& op = a_ ? k_.gemm.a : k_.gemm.b;
   const ir::KernelArg& arg = k_.args.at(static_cast<size_t>(op.arg));

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "ir/kernel.h"
+#include "ir/tile_config.h"
 
 namespace kiln::codegen {
 
@@ -57,12 +58,29 @@ public:
   // for cp.async operands.
   std::string commit(const std::string& indent, const std::string& stage, const std::string& k0) const;
 
+  // A dequantised operand whose packed weights arrive by cp.async (ir::gemm_dequant_packed,
+  // gemm_dequant_packed.cpp): its stages hold packed tiles; `ring_end` is the byte where
+  // the stage ring ends, after which its dequantised tile and slabs of scales lie.
+  bool packed() const { return packed_; }
+  void place_packed(int64_t ring_end) { ring_end_ = ring_end; }
+  int stage_bytes() const;  // this operand's part of a pipeline stage
+  std::string packed_tile() const;  // the dequantised tile's byte offset, as code
+  // Before the first copies: the block's scales (and zero points) for its K slice.
+  std::string packed_preload() const;
+  // Once the stage at byte `stage` (K step at `k0`) has landed: its packed tile becomes
+  // the shared f16 / bf16 tile that the fragments load from.
+  std::string packed_prepare(const std::string& indent, const std::string& stage, const std::string& k0) const;
+
 private:
   // The dequantised operand's three steps (gemm_dequant_load.cpp).
   std::string dequant_setup(const std::string& outer0) const;
   std::string dequant_issue(const std::string& indent, const std::string& k0) const;
   std::string dequant_commit(const std::string& indent, const std::string& stage, const std::string& k0) const;
   std::string dequant_dst() const;
+  std::string packed_setup(const std::string& outer0) const;
+  std::string packed_issue(const std::string& indent, const std::string& stage, const std::string& k0) const;
+  std::string packed_chunk_fast(const std::string& indent, const std::string& packed, const std::string& slab_at) const;
+  std::string packed_chunk_float(const std::string& indent, const std::string& packed, const std::string& slab_at) const;
   // The thread's shared-memory chunk offsets (`a_dst`, or one per chunk where swizzles differ).
   std::string dst_setup() const;
 
@@ -90,6 +108,9 @@ private:
   bool k_always_in_ = false;
   bool dequant_ = false;     // i8 / i4 weights with group scales
   bool word_loads_ = false;  // dequantised: each chunk's 8 elements load as aligned words
+  bool packed_ = false;      // dequantised: packed tiles by cp.async (see packed())
+  ir::GemmPackedDequant pd_;
+  int64_t ring_end_ = 0;
 };
 
 }  // namespace kiln::codegen

@@ -37,6 +37,16 @@ public:
   // issue(), finished by commit() (empty where copies complete on their own).
   virtual std::string issue(const std::string& indent, const std::string& stage, const std::string& k0) const = 0;
   virtual std::string commit(const std::string& indent, const std::string& stage, const std::string& k0) const = 0;
+  // Loads a block needs once, before the pipeline's first copies (into the same first
+  // group of copies). Empty for most schedules.
+  virtual std::string preload() const { return ""; }
+  // Work on the stage at byte `stage` (K step at `k0`) once it has landed and before its
+  // fragments load, between two barriers: a packed dequantised operand becomes its
+  // shared tile. Empty for most schedules.
+  virtual std::string prepare(const std::string& indent, const std::string& stage, const std::string& k0) const {
+    (void)indent, (void)stage, (void)k0;
+    return "";
+  }
   // A stage is multiplied in k_steps() steps along K; each step's operands are first
   // loaded from shared memory into one of two register buffers ("fragments"), so that
   // the next step's loads are in flight while this step multiplies.

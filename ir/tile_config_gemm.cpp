@@ -27,6 +27,7 @@ constexpr int64_t kMaxGridX = std::numeric_limits<int32_t>::max();
 constexpr int64_t kMaxGridYZ = 65535;
 constexpr int64_t kMaxWorkspaceFloats = int64_t{1} << 24;  // 64 MiB of split-K partials
 constexpr int kMaxWarpTile = 64 * 64;                      // elements of a warp's accumulators
+constexpr int64_t kMaxPackedSlabBytes = 65536;           // a packed dequant's tile and slabs
 constexpr int64_t kMaxHeldRegisters = 160;                 // accumulators + staged operand registers
 constexpr int64_t kMaxElementChunks = 8;                   // chunks a thread loads element by element
 constexpr int kSimtThreads = 256;                          // a 16 x 16 thread grid
@@ -64,11 +65,57 @@ int64_t gemm_k_slice(const Kernel& k, const TileConfig& c) {
   return ceil_div(ceil_div(k.gemm.k, split), step) * step;
 }
 
+GemmPackedDequant gemm_packed_dequant(const Kernel& k, const TileConfig& c) {
+  const GemmCore& g = k.gemm;
+  const GemmDequant& d = g.b.dequant;
+  GemmPackedDequant p;
+  const int bits = k.args.at(static_cast<size_t>(g.b.arg)).type.dtype == DType::i4 ? 4 : 8;
+  p.packed_row_bytes = c.bk * bits / 8;
+  p.packed_tile_bytes = c.bn * p.packed_row_bytes;
+  // A slice starts at a multiple of bk, not always of the group: one group more.
+  const int64_t slice = gemm_k_slice(k, c);
+  p.groups = d.group >= g.k ? 1 : std::min(g.k / d.group, (slice - 1) / d.group + 2);
+  int64_t widest = 0;
+  for (int arg : {d.scale, d.zero})
+    if (arg >= 0) widest = std::max<int64_t>(widest, dtype_bytes(k.args.at(static_cast<size_t>(arg)).type.dtype));
+  // Up to 2 bytes before the row's first group, when its address is not word aligned.
+  p.slab_row_words = ceil_div(p.groups * widest + (widest < 4 ? 2 : 0), 4);
+  const int64_t esize = dtype_bytes(g.operand_dtype);
+  const int64_t slab = ceil_div(int64_t{c.bn} * p.slab_row_words * 4, 16) * 16;
+  p.tile_offset = 0;
+  p.scale_offset = int64_t{c.bn} * c.bk * esize;
+  p.bytes = p.scale_offset + slab;
+  if (d.zero >= 0) {
+    p.zero_offset = p.bytes;
+    p.bytes += slab;
+  }
+  return p;
+}
+
+bool gemm_dequant_packed(const Kernel& k, const TileConfig& c) {
+  const GemmCore& g = k.gemm;
+  const GemmDequant& d = g.b.dequant;
+  if (c.schedule != kMmaSync || !d.active() || target_sm() < 80) return false;
+  const int bits = k.args.at(static_cast<size_t>(g.b.arg)).type.dtype == DType::i4 ? 4 : 8;
+  if (g.k * bits % 128 != 0) return false;  // rows of packed weights 16-byte aligned
+  if (c.bk * bits % 128 != 0) return false;  // whole 16-byte chunks a stage
+  for (int arg : {d.scale, d.zero})
+    if (arg >= 0 && !is_float(k.args.at(static_cast<size_t>(arg)).type.dtype)) return false;
+  // One slab layout for both: zero points as wide as the scales.
+  if (d.zero >= 0 && dtype_bytes(k.args.at(static_cast<size_t>(d.zero)).type.dtype) !=
+                         dtype_bytes(k.args.at(static_cast<size_t>(d.scale)).type.dtype))
+    return false;
+  return gemm_packed_dequant(k, c).bytes <= kMaxPackedSlabBytes;
+}
+
 int64_t gemm_shared_bytes(const Kernel& k, const TileConfig& c) {
   if (c.schedule == kWgmma) return wgmma_shared_bytes(k, c);
   if (c.schedule == kGemv) return gemv_shared_bytes(k, c);
   const int64_t esize = dtype_bytes(k.gemm.operand_dtype);
-  const int64_t pipeline = int64_t{c.stages} * (int64_t{c.bm} + c.bn) * c.bk * esize;
+  int64_t pipeline = int64_t{c.stages} * (int64_t{c.bm} + c.bn) * c.bk * esize;
+  if (gemm_dequant_packed(k, c))
+    pipeline = int64_t{c.stages} * (int64_t{c.bm} * c.bk * esize + gemm_packed_dequant(k, c).packed_tile_bytes) +
+               gemm_packed_dequant(k, c).bytes;
   if (c.schedule == kSimt) return pipeline;
   // The epilogue's strip: 16 rows of each warp's part, in fp32, rows padded by 4.
   const int64_t strip = int64_t{c.warps_m} * c.warps_n * 16 * (c.bn / std::max(1, c.warps_n) + 4) * 4;
@@ -138,7 +185,7 @@ void validate_gemm(const Kernel& k, const TileConfig& c) {
   const int threads = gemm_threads(c);
   int64_t held = int64_t{c.bm} * c.bn / threads, element_chunks = 0;
   for (bool a : {true, false}) {
-    if (gemm_operand_async(k, a)) continue;
+    if (gemm_operand_async(k, a) || (!a && gemm_dequant_packed(k, c))) continue;
     const int chunk = 16 / esize;  // elements per 16-byte chunk of the shared tile
     const int64_t per_thread = ceil_div(int64_t{a ? c.bm : c.bn} * c.bk / chunk, threads);
     const int src_bytes = dtype_bytes(k.args.at(static_cast<size_t>((a ? g.a : g.b).arg)).type.dtype);
@@ -241,7 +288,9 @@ std::vector<TileConfig> gemm_sweep(const Kernel& k) {
   for (const MmaShape& s : kMmaShapes) {
     if (!fits(g.m, s.bm) || !fits(g.n, s.bn)) continue;
     for (int bk : {64 / esize, 128 / esize}) {  // rows of 64 and 128 bytes
-      for (int stages : {3, 4}) {
+      for (int stages : {3, 4, 6, 8}) {
+        // Deeper pipelines for packed weights only, whose stages are small.
+        if (stages > 4 && !gemm_dequant_packed(k, TileConfig{.schedule = kMmaSync, .bn = s.bn, .bk = bk})) continue;
         for (int split : split_choices(k, s.bm, s.bn, bk))
           keep(TileConfig{.schedule = kMmaSync, .bm = s.bm, .bn = s.bn, .bk = bk, .warps_m = s.warps_m,
                           .warps_n = s.warps_n, .stages = stages, .group = 8, .split_k = split});

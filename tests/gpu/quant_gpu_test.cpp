@@ -88,6 +88,24 @@ TEST(QuantGpu, OddShapesAndExpandedDequants) {
   expect_matches_reference(g.ir());
 }
 
+// Packed weights by cp.async on mma_sync: K = 1056 leaves a half step of 64 at the end,
+// groups of 96 let split-K slices start inside a group, N = 200 a part tile; the bit
+// tricks (i4, i8 into f16) and the fp32 dequant (zero points, i8 into bf16).
+TEST(QuantGpu, EveryPackedMmaSyncCandidatePassesItsCheck) {
+  KILN_REQUIRE_GPU();
+  const Quant formats[] = {{DType::i4, DType::bf16, 40, 200, 1056, 96, 0},
+                           {DType::i4, DType::f16, 40, 200, 1056, 96, 1},
+                           {DType::i8, DType::f16, 40, 200, 1056, 96, 0},
+                           {DType::i8, DType::bf16, 40, 200, 1056, 96, 1}};
+  for (const Quant& q : formats) {
+    SCOPED_TRACE(fmt::format("{} x {} zeros {}", dtype_name(q.act), dtype_name(q.weights), q.zeros));
+    const runtime::TuneResult r = gpu_test::every_candidate_passes(quant_linear(q).ir());
+    int packed = 0;
+    for (const runtime::Trial& t : r.trials) packed += t.config.schedule == ir::kMmaSync;
+    EXPECT_GE(packed, 16);
+  }
+}
+
 TEST(QuantGpu, EveryGemvCandidatePassesItsCheck) {
   KILN_REQUIRE_GPU();
   for (DType weights : {DType::i4, DType::i8}) {
