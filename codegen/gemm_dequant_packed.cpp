@@ -2,9 +2,11 @@
 // weights travel to shared memory as they are stored, by 16-byte cp.async, as many K
 // steps ahead as the pipeline has stages, so that a block keeps several times more
 // bytes in flight than loads through registers can (those wait on DRAM once a step).
-// Once a stage lands, every thread turns its chunks of 8 packed elements into the
-// swizzled f16 / bf16 tile that ldmatrix reads, with the chunk's scale (and zero point)
-// from slabs that the block copies once for its K slice.
+// Each thread dequantises the 16-byte chunks it copied itself, so its own wait for the
+// copies is enough: at the start of a step it turns the next step's chunks into the
+// second of two swizzled f16 / bf16 tiles while the other warps multiply, and the
+// step's one barrier hands that tile to ldmatrix. The chunk's scale (and zero point)
+// come from slabs that the block copies once for its K slice.
 //
 // Without zero points, and with scales of the product's dtype, a pair of elements
 // becomes f16 / bf16 by bit tricks: an i4 nibble (or i8 byte) XOR its sign bit is the
@@ -38,7 +40,9 @@ bool fast_chunks(const ir::Kernel& k) {
 
 }  // namespace
 
-std::string OperandLoad::packed_tile() const { return fmt::format("{}u", ring_end_ + pd_.tile_offset); }
+std::string OperandLoad::packed_tile(const std::string& buffer) const {
+  return fmt::format("({}u + {} * {}u)", ring_end_, buffer, pd_.tile_bytes);
+}
 
 std::string OperandLoad::packed_setup(const std::string& outer0) const {
   const ir::GemmOperand& op = k_.gemm.b;
@@ -48,11 +52,8 @@ std::string OperandLoad::packed_setup(const std::string& outer0) const {
   const std::string n = name();
   std::string s = fmt::format("  // {}\n", describe());
   s += fmt::format("  const int {}_outer0 = {};\n", n, outer0);
-  s += fmt::format("  // Chunk of 8 elements of the dequantised tile this thread writes:\n");
-  s += fmt::format("  const int {}_row = (int)threadIdx.x / {}, {}_chunk = (int)threadIdx.x % {};\n", n,
-                   tile_.chunks_per_row(), n, tile_.chunks_per_row());
-  s += dst_setup();
-  s += fmt::format("  // and 16-byte chunk of the packed tile it copies (rows of {} bytes).\n", pd_.packed_row_bytes);
+  s += fmt::format("  // The 16-byte chunk of the packed tile (rows of {} bytes) this thread copies and dequantises.\n",
+                   pd_.packed_row_bytes);
   s += fmt::format("  const int {}_prow = (int)threadIdx.x / {}, {}_pchunk = (int)threadIdx.x % {};\n", n,
                    chunks_per_row, n, chunks_per_row);
   s += fmt::format("  const unsigned char* {}_psrc = reinterpret_cast<const unsigned char*>({}) + "
@@ -61,6 +62,7 @@ std::string OperandLoad::packed_setup(const std::string& outer0) const {
   const int64_t groups = k_.gemm.k / op.dequant.group;
   s += fmt::format("  const int {}_group0 = {};  // the slice's first group of %{}'s rows\n", n,
                    groups == 1 ? "0" : fmt::format("k_begin / {}", op.dequant.group), w.name);
+  s += fmt::format("  int {}_parity = 0;  // the dequantised tile the fragments read\n", n);
   return s;
 }
 
@@ -129,7 +131,7 @@ std::string OperandLoad::packed_chunk_fast(const std::string& in, const std::str
   std::string s = fmt::format("{}const unsigned s2 = 0x10001u * reinterpret_cast<const unsigned short*>(kiln_smem + {}u)[{}];\n",
                               in, ring_end_ + pd_.scale_offset, slab_at);
   if (weight_bits(k_) == 4) {
-    s += fmt::format("{}const unsigned q = *reinterpret_cast<const unsigned*>(kiln_smem + {});\n", in, packed);
+    s += fmt::format("{}const unsigned q = {};\n", in, packed);
     s += in + "const unsigned q4 = q >> 4;  // odd elements' nibbles at the bottom of each byte\n";
     s += fmt::format("{}out = make_uint4(kiln_dequant_i4x2_{}(__byte_perm(q, q4, 0x4400), s2), "
                      "kiln_dequant_i4x2_{}(__byte_perm(q, q4, 0x5511), s2),\n",
@@ -138,7 +140,7 @@ std::string OperandLoad::packed_chunk_fast(const std::string& in, const std::str
                      "kiln_dequant_i4x2_{}(__byte_perm(q, q4, 0x7733), s2));\n",
                      in, type, type);
   } else {
-    s += fmt::format("{}const uint2 q = *reinterpret_cast<const uint2*>(kiln_smem + {});\n", in, packed);
+    s += fmt::format("{}const uint2 q = {};\n", in, packed);
     s += fmt::format("{}out = make_uint4(kiln_dequant_i8x2_f16(q.x, 0x4140, s2), kiln_dequant_i8x2_f16(q.x, 0x4342, s2),\n",
                      in);
     s += fmt::format("{}               kiln_dequant_i8x2_f16(q.y, 0x4140, s2), kiln_dequant_i8x2_f16(q.y, 0x4342, s2));\n",
@@ -159,10 +161,10 @@ std::string OperandLoad::packed_chunk_float(const std::string& in, const std::st
   s += fmt::format("{}const float zero = {};\n", in, d.zero >= 0 ? slab(d.zero, pd_.zero_offset) : "0.0f");
   std::string q;
   if (weight_bits(k_) == 4) {
-    s += fmt::format("{}const unsigned q = *reinterpret_cast<const unsigned*>(kiln_smem + {});\n", in, packed);
+    s += fmt::format("{}const unsigned q = {};\n", in, packed);
     q = "kiln_i4_value(q >> (4 * j))";
   } else {
-    s += fmt::format("{}const uint2 q = *reinterpret_cast<const uint2*>(kiln_smem + {});\n", in, packed);
+    s += fmt::format("{}const uint2 q = {};\n", in, packed);
     q = "(int)(signed char)(unsigned char)((j < 4 ? q.x : q.y) >> (8 * (j & 3)))";
   }
   s += fmt::format("{}float v[8];\n{}#pragma unroll\n{}for (int j = 0; j < 8; ++j) v[j] = ((float){} - zero) * scale;\n",
@@ -171,25 +173,39 @@ std::string OperandLoad::packed_chunk_float(const std::string& in, const std::st
   return s;
 }
 
-std::string OperandLoad::packed_prepare(const std::string& in, const std::string& stage, const std::string& k0) const {
+std::string OperandLoad::packed_prepare(const std::string& in, const std::string& stage, const std::string& k0,
+                                        const std::string& buffer) const {
   const ir::GemmDequant& d = k_.gemm.b.dequant;
   const int bits = weight_bits(k_);
   const std::string n = name();
   const int64_t groups = k_.gemm.k / d.group;
-  std::string s = fmt::format("{}#pragma unroll\n{}for (int i = 0; i < {}; ++i) {}{{\n", in, in, per_thread_,
-                              chunk_guard("i"));
-  const std::string body = in + "  ";
-  s += fmt::format("{}const int r = {}_row + i * {};\n", body, n, rows_per_pass_);
-  const std::string packed = fmt::format("{} + r * {} + {}_chunk * {}", stage, pd_.packed_row_bytes, n, bits);
+  const int chunks_per_row = pd_.packed_row_bytes / 16;
+  const int chunks = tile_outer_ * chunks_per_row;
+  const int per_thread = (chunks + threads_ - 1) / threads_;
+  const int rows_per_pass = threads_ / chunks_per_row;
+  const int parts = bits == 4 ? 4 : 2;  // chunks of 8 elements in 16 packed bytes
+  const std::string guard = chunks % threads_ == 0 ? ""
+                                                   : fmt::format("if (i * {} + (int)threadIdx.x < {}) ", threads_, chunks);
+  std::string s = fmt::format("{}#pragma unroll\n{}for (int i = 0; i < {}; ++i) {}{{\n", in, in, per_thread, guard);
+  std::string body = in + "  ";
+  s += fmt::format("{}const int r = {}_prow + i * {};\n", body, n, rows_per_pass);
+  // The 16 packed bytes in one load (a warp's 512 bytes in 4 wavefronts; word loads
+  // of rows 32 bytes apart would meet in the same banks).
+  s += fmt::format("{}const uint4 packed = *reinterpret_cast<const uint4*>(kiln_smem + {} + r * {} + {}_pchunk * 16);\n",
+                   body, stage, pd_.packed_row_bytes, n);
+  s += body + "const unsigned words[4] = {packed.x, packed.y, packed.z, packed.w};\n";
+  s += fmt::format("{}#pragma unroll\n{}for (int e = 0; e < {}; ++e) {{\n", body, body, parts);
+  body += "  ";
+  s += fmt::format("{}const int c = {}_pchunk * {} + e;  // the chunk of 8 elements in the row\n", body, n, parts);
+  const std::string packed = bits == 4 ? "words[e]" : "make_uint2(words[2 * e], words[2 * e + 1])";
   // The chunk's scale: row r of the slab, past the 2-byte misalignment of the row's
-  // first group when the slab's elements are 2 bytes, then the chunk's group.
+  // first group when the slab's elements are 2 bytes, then the chunk's group. A chunk
+  // past K (a last step's tail) takes the last group's: inside the slab.
   const int es = dtype_bytes(k_.args.at(static_cast<size_t>(d.scale)).type.dtype);
   const int64_t row_elems = pd_.slab_row_words * 4 / es;
-  // A chunk past K (a last step's tail) takes the last group's scale: inside the slab.
-  const std::string k_at = k_always_in_ ? fmt::format("{} + {}_chunk * 8", k0, n)
-                                        : fmt::format("min({} + {}_chunk * 8, k_end - 1)", k0, n);
-  std::string group = groups == 1 ? "0" : fmt::format("({}) / {} - {}_group0", k_at, d.group, n);
-  std::string slab_at = fmt::format("r * {} + {}", row_elems, group);
+  const std::string k_at = k_always_in_ ? fmt::format("{} + c * 8", k0) : fmt::format("min({} + c * 8, k_end - 1)", k0);
+  std::string slab_at = fmt::format("r * {} + {}", row_elems,
+                                    groups == 1 ? "0" : fmt::format("({}) / {} - {}_group0", k_at, d.group, n));
   if (es == 2)
     slab_at += fmt::format(" + (int)((((long long)({}_outer0 + r) * {}ll + {}_group0)) & 1)", n, groups, n);
   s += body + "uint4 out;\n";
@@ -197,8 +213,10 @@ std::string OperandLoad::packed_prepare(const std::string& in, const std::string
                                             : packed_chunk_float(body + "  ", packed, "at");
   s += fmt::format("{}{{\n{}  const int at = {};\n{}{}}}\n", body, body, slab_at, chunk, body);
   if (!k_always_in_)  // past K: zeros, whatever the slab holds there
-    s += fmt::format("{}if ({} + {}_chunk * 8 >= k_end) out = make_uint4(0u, 0u, 0u, 0u);\n", body, k0, n);
-  s += fmt::format("{}*reinterpret_cast<uint4*>(kiln_smem + {} + {}) = out;\n", body, packed_tile(), dequant_dst());
+    s += fmt::format("{}if ({} + c * 8 >= k_end) out = make_uint4(0u, 0u, 0u, 0u);\n", body, k0);
+  s += fmt::format("{}*reinterpret_cast<uint4*>(kiln_smem + {} + {}) = out;\n", body, packed_tile(buffer),
+                   tile_.offset_code("r", "c"));
+  s += in + "  }\n";
   return s + in + "}\n";
 }
 

@@ -127,7 +127,7 @@ private:
     if (async) s += "    " + commit_group;
     s += "  }\n";
     s += "  " + wait + "  __syncthreads();\n";
-    const std::string first_prepare = schedule_->prepare("    ", "0u", "k_begin");
+    const std::string first_prepare = schedule_->prepare("    ", "0u", "k_begin", false);
     if (!first_prepare.empty()) s += "  if (k_steps > 0) {\n" + first_prepare + "  }\n  __syncthreads();\n";
     s += fmt::format("  int read_stage = 0, write_stage = {};\n", stages - 1);
     // Operands loaded through registers: with three stages or more, the registers loaded
@@ -148,6 +148,13 @@ private:
     if (deferred) issue_block += in + "  if (held) {\n" + held_commit + in + "  }\n";
     issue_block += in + "  if (next < k_steps) {\n" + schedule_->issue(in + "    ", "write_at", "k_next") + in + "  }\n";
     if (async) issue_block += in + "  " + commit_group;
+    // A packed operand: once this thread's copies of the next step have landed, its
+    // chunks of that step are dequantised while the other warps multiply.
+    const std::string ahead = schedule_->prepare(
+        in + "    ", fmt::format("(read_stage == {} ? 0u : (read_stage + 1) * {}u)", stages - 1, bytes),
+        fmt::format("k_begin + (step + 1) * {}", c_.bk), true);
+    if (!ahead.empty())
+      issue_block += in + "  " + wait + in + "  if (step + 1 < k_steps) {\n" + ahead + in + "  }\n";
     if (deferred)
       issue_block += in + "  held = next < k_steps;\n" + in + "  held_at = write_at;\n" + in + "  held_k = k_next;\n";
     issue_block += in + "}\n";
@@ -158,10 +165,7 @@ private:
     next_stage += in + "  __syncthreads();\n";
     next_stage += fmt::format("{}  read_stage = read_stage == {} ? 0 : read_stage + 1;\n", in, stages - 1);
     next_stage += fmt::format("{}  write_stage = write_stage == {} ? 0 : write_stage + 1;\n", in, stages - 1);
-    const std::string prepare = schedule_->prepare(in + "    ", fmt::format("read_stage * {}u", bytes),
-                                                   fmt::format("k_begin + (step + 1) * {}", c_.bk));
-    if (!prepare.empty())
-      next_stage += in + "  if (step + 1 < k_steps) {\n" + prepare + in + "  }\n" + in + "  __syncthreads();\n";
+    next_stage += schedule_->advance(in + "  ");
     next_stage += in + "}\n";
     const std::string fragment_loads = schedule_->load_fragments(in, "(kk + 1) & 1", fmt::format("read_stage * {}u", bytes),
                                                                  fmt::format("(kk + 1) % {}", parts));

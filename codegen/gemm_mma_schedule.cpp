@@ -57,14 +57,18 @@ public:
     return a_.commit(in, stage, k0) + b_.commit(in, b_stage(stage), k0);
   }
   std::string preload() const override { return b_.packed() ? b_.packed_preload() : ""; }
-  std::string prepare(const std::string& in, const std::string& stage, const std::string& k0) const override {
-    return b_.packed() ? b_.packed_prepare(in, b_stage(stage), k0) : "";
+  std::string prepare(const std::string& in, const std::string& stage, const std::string& k0,
+                      bool ahead) const override {
+    return b_.packed() ? b_.packed_prepare(in, b_stage(stage), k0, ahead ? "(b_parity ^ 1)" : "b_parity") : "";
+  }
+  std::string advance(const std::string& in) const override {
+    return b_.packed() ? in + "b_parity ^= 1;  // the dequantised tile the fragments read\n" : "";
   }
   int k_steps() const override { return math_.k_steps(); }
   std::string fragments() const override { return math_.fragments(); }
   std::string load_fragments(const std::string& in, const std::string& buf, const std::string& stage,
                              const std::string& kk) const override {
-    return math_.load(in, buf, stage, b_.packed() ? b_.packed_tile() : b_stage(stage), kk);
+    return math_.load(in, buf, stage, b_.packed() ? b_.packed_tile("b_parity") : b_stage(stage), kk);
   }
   std::string multiply(const std::string& in, const std::string& buf) const override {
     return math_.multiply(in, buf);

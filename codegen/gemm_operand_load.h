@@ -64,12 +64,14 @@ public:
   bool packed() const { return packed_; }
   void place_packed(int64_t ring_end) { ring_end_ = ring_end; }
   int stage_bytes() const;  // this operand's part of a pipeline stage
-  std::string packed_tile() const;  // the dequantised tile's byte offset, as code
+  // The byte offset of dequantised tile `buffer` (0 or 1, code), as code.
+  std::string packed_tile(const std::string& buffer) const;
   // Before the first copies: the block's scales (and zero points) for its K slice.
   std::string packed_preload() const;
-  // Once the stage at byte `stage` (K step at `k0`) has landed: its packed tile becomes
-  // the shared f16 / bf16 tile that the fragments load from.
-  std::string packed_prepare(const std::string& indent, const std::string& stage, const std::string& k0) const;
+  // Once the thread's own copies of the stage at byte `stage` (K step at `k0`) have
+  // landed: the packed chunks it copied become its part of dequantised tile `buffer`.
+  std::string packed_prepare(const std::string& indent, const std::string& stage, const std::string& k0,
+                             const std::string& buffer) const;
 
 private:
   // The dequantised operand's three steps (gemm_dequant_load.cpp).

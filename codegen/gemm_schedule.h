@@ -40,11 +40,18 @@ public:
   // Loads a block needs once, before the pipeline's first copies (into the same first
   // group of copies). Empty for most schedules.
   virtual std::string preload() const { return ""; }
-  // Work on the stage at byte `stage` (K step at `k0`) once it has landed and before its
-  // fragments load, between two barriers: a packed dequantised operand becomes its
-  // shared tile. Empty for most schedules.
-  virtual std::string prepare(const std::string& indent, const std::string& stage, const std::string& k0) const {
-    (void)indent, (void)stage, (void)k0;
+  // A packed dequantised operand's work on the stage at byte `stage` (K step at `k0`):
+  // each thread turns the packed chunks it copied itself (so its own wait for the copies
+  // suffices) into the shared tile of the step being multiplied (`ahead` false) or of the
+  // next one. Empty for most schedules.
+  virtual std::string prepare(const std::string& indent, const std::string& stage, const std::string& k0,
+                              bool ahead) const {
+    (void)indent, (void)stage, (void)k0, (void)ahead;
+    return "";
+  }
+  // When the pipeline moves on to the next K step.
+  virtual std::string advance(const std::string& indent) const {
+    (void)indent;
     return "";
   }
   // A stage is multiplied in k_steps() steps along K; each step's operands are first

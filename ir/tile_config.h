@@ -182,16 +182,18 @@ int64_t gemm_k_slice(const Kernel& k, const TileConfig& config);
 // Dynamic shared memory of a gemm config: its operand pipeline, or the epilogue's strips.
 int64_t gemm_shared_bytes(const Kernel& k, const TileConfig& config);
 // A dequantised operand whose packed weights travel by cp.async (mma_sync): each stage
-// holds the packed tile, and once per block shared memory holds the tile they become
-// (f16 / bf16, swizzled like any B tile) and the block's scales (and float zero points)
-// for its K slice, copied as 4-byte words covering each row's run of groups. Offsets are
-// bytes from the end of the stage ring.
+// holds the packed tile, and once per block shared memory holds two of the tiles they
+// become (f16 / bf16, swizzled like any B tile: one multiplied while the next is
+// written) and the block's scales (and float zero points) for its K slice, copied as
+// 4-byte words covering each row's run of groups. Offsets are bytes from the end of
+// the stage ring.
 struct GemmPackedDequant {
   int packed_row_bytes = 0;  // bk elements of i4 / i8
   int packed_tile_bytes = 0;
   int64_t groups = 0;        // groups of one row that a K slice can touch
   int64_t slab_row_words = 0;  // 4-byte words a row's scales (or zero points) take
-  int64_t tile_offset = 0, scale_offset = 0, zero_offset = -1, bytes = 0;
+  int64_t tile_bytes = 0;    // one dequantised tile; the second follows it
+  int64_t scale_offset = 0, zero_offset = -1, bytes = 0;
 };
 // Whether config `c` of a dequantised gemm takes the packed path: mma_sync, rows of
 // packed weights 16-byte aligned, float scales and zero points, and slabs that fit.

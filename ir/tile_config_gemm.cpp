@@ -82,8 +82,8 @@ GemmPackedDequant gemm_packed_dequant(const Kernel& k, const TileConfig& c) {
   p.slab_row_words = ceil_div(p.groups * widest + (widest < 4 ? 2 : 0), 4);
   const int64_t esize = dtype_bytes(g.operand_dtype);
   const int64_t slab = ceil_div(int64_t{c.bn} * p.slab_row_words * 4, 16) * 16;
-  p.tile_offset = 0;
-  p.scale_offset = int64_t{c.bn} * c.bk * esize;
+  p.tile_bytes = int64_t{c.bn} * c.bk * esize;
+  p.scale_offset = 2 * p.tile_bytes;
   p.bytes = p.scale_offset + slab;
   if (d.zero >= 0) {
     p.zero_offset = p.bytes;
