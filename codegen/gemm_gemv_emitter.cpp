@@ -5,22 +5,25 @@
 // multiplies this one's) or, with `stages` S, through its own slots of a ring of S steps in
 // shared memory (cp.async: S - 1 steps in flight, no registers held for them; no other
 // lane reads a lane's slots, so no barrier), dequantises them in registers with bit
-// tricks (i4 and i8 weights), and feeds mma.sync m16n8k16. With up to 8 rows the weight
-// is the A fragment (16 weight rows a product, the activations as B's 8 columns; columns
-// past M are zeros), so that each
-// product consumes 256 weight elements; with 9 to 16 rows the activations are A (rows past
-// M are zeros) and each product takes 8 weight rows.
+// tricks (i4 and i8 weights: w - z, exact), and feeds mma.sync m16n8k16. The scale
+// multiplies each product's fp32 sum once a piece where that sum is one group of one
+// weight row (a step's K inside one group; or, at M <= 2, B's columns split between the
+// lane columns), else every weight pair before the product. With up to 8 rows the
+// weight is the A fragment (16 weight rows a product, the activations as B's 8 columns;
+// columns past M are zeros), so that each product consumes 256 weight elements; with 9
+// to 16 rows the activations are A (rows past M are zeros) and each product takes 8
+// weight rows.
 //
 // Fragment layout: lane (g, t) = (lane / 4, lane % 4) loads weight rows n0 + 8 s + g (its
 // row slots s) and the activations of row g. Activations as A: slot s is B's column g of
 // fragment s, and A's rows g and g + 8 are activation rows. Weights as A: slots 2 f and
 // 2 f + 1 are A's rows g and g + 8 of fragment f, and B's column g is activation row g.
-// Either way a lane holds four K positions of each a product. Since a product sums over K, the K positions may be any fixed
-// permutation of the lane's own elements, applied to A and B alike: a lane's 16-byte
-// piece covers E consecutive elements of K (E = 8 f16, 16 i8, 32 i4), and the pairs that
-// the dequantising bit tricks produce (elements (0, 4), (1, 5), ... of an i4 word; (0, 2),
-// (1, 3) of an i8 word) are the pairs of each product; the activations are permuted to
-// match with byte permutes.
+// Either way a lane holds four K positions of each product. Since a product sums over K,
+// the K positions may be any fixed permutation of the lane's own elements, applied to A
+// and B alike: a lane's 16-byte piece covers E consecutive elements of K (E = 8 f16, 16
+// i8, 32 i4), and the pairs that the dequantising bit tricks produce (elements (0, 4),
+// (1, 5), ... of an i4 word; (0, 2), (1, 3) of an i8 word) are the pairs of each
+// product; the activations are permuted to match with byte permutes.
 //
 // After the K loop the warps' accumulators are summed in warp order through shared
 // memory; with a split K, each slice's sums go to fp32 partials and the last slice of a
@@ -74,6 +77,19 @@ constexpr DeviceHelper kGemvHelpers[] = {
      "  const __nv_bfloat162 r = __hmul2(*reinterpret_cast<const __nv_bfloat162*>(&a),\n"
      "                                   *reinterpret_cast<const __nv_bfloat162*>(&b));\n"
      "  return *reinterpret_cast<const unsigned*>(&r);\n}\n"},
+    // (a & mask) ^ bits as one lop3 (SASS takes one immediate; the other constant stays in a
+    // register): the nibbles under the mask, flipped into offset binary by the bits under
+    // it, inside the magic number that the bits hold elsewhere.
+    {"kiln_and_xor",
+     "static __device__ __forceinline__ unsigned kiln_and_xor(unsigned a, unsigned mask, unsigned bits) {\n"
+     "  unsigned d;\n"
+     "  asm(\"lop3.b32 %0, %1, %2, %3, 0x6a;\" : \"=r\"(d) : \"r\"(a), \"r\"(mask), \"r\"(bits));\n"
+     "  return d;\n}\n"},
+    {"kiln_fma2_f16",
+     "static __device__ __forceinline__ unsigned kiln_fma2_f16(unsigned a, unsigned b, unsigned c) {\n"
+     "  const __half2 r = __hfma2(*reinterpret_cast<const __half2*>(&a), *reinterpret_cast<const __half2*>(&b),\n"
+     "                            *reinterpret_cast<const __half2*>(&c));\n"
+     "  return *reinterpret_cast<const unsigned*>(&r);\n}\n"},
     // An fp32 value as a pair of equal f16 values.
     {"kiln_pair_f16",
      "static __device__ __forceinline__ unsigned kiln_pair_f16(float v) {\n"
@@ -99,6 +115,13 @@ public:
     two_rows_ = g_.m > 8;
     weights_a_ = ir::gemv_weights_as_a(k, c_);
     accs_ = weights_a_ ? tiles_ / 2 : tiles_;
+    if (dequant()) {
+      // A step's 4 lane columns span 4 * lane_elems_ of K at each unroll index.
+      const int64_t group = g_.b.dequant.group;
+      const bool one_group_a_step = group % (4 * lane_elems_) == 0 || group == g_.k;
+      split_columns_ = !one_group_a_step && weights_a_ && g_.m <= 2;
+      scales_after_ = one_group_a_step || split_columns_;
+    }
     split_ = c_.split_k > 1;
     slice_ = ir::gemm_k_slice(k, c_);
     col_tiles_ = ceil_div(g_.n, c_.bn);
@@ -141,6 +164,11 @@ private:
                        k_.args[static_cast<size_t>(g_.b.arg)].name, dtype_name(w_), k_.args[static_cast<size_t>(dq.scale)].name,
                        dq.zero >= 0 ? fmt::format(" and zero points %{}", k_.args[static_cast<size_t>(dq.zero)].name) : "",
                        dq.group, float_path() ? " (fp32 math, rounded to bf16)" : " (packed-pair math)");
+      if (split_columns_)
+        s += "//   B's column 2 c + m holds activation row m at lane column c's K positions alone: each fp32 sum of a "
+             "product is one group of one weight row, scaled once a piece\n";
+      else if (scales_after_)
+        s += "//   a step's K lies in one group: each fp32 sum of a product is scaled once a piece\n";
     }
     if (c_.stages > 0)
       s += fmt::format("//   the weight pieces stream through a ring of {} steps in shared memory (cp.async), {} steps "
@@ -173,19 +201,45 @@ private:
     s += "  const int g = lane >> 2, t = lane & 3;  // this lane's fragment row / column and K positions\n";
     s += fmt::format("  const int n0 = (int)blockIdx.x * {};\n", c_.bn);
     s += "  [[maybe_unused]] const unsigned batch = 0;\n";
+    const std::string kt = k_type();
     if (split_) {
-      s += fmt::format("  const long long k_begin = (long long)blockIdx.y * {}ll;\n", slice_);
-      s += fmt::format("  const long long k_end = min({}ll, k_begin + {}ll);\n", g_.k, slice_);
+      s += fmt::format("  const {} k_begin = ({})blockIdx.y * {};\n", kt, kt, slice_);
+      s += fmt::format("  const {} k_end = min(({}){}, k_begin + {});\n", kt, kt, g_.k, slice_);
     } else {
-      s += fmt::format("  const long long k_begin = 0, k_end = {}ll;\n", g_.k);
+      s += fmt::format("  const {} k_begin = 0, k_end = {};\n", kt, g_.k);
     }
-    s += "  // The lane's weight rows (clamped to the last: the columns past N are computed and dropped).\n";
-    for (int j = 0; j < tiles_; ++j)
+    const char* groups = dequant() ? ", and the index of its first group" : "";
+    if (whole_tiles()) {
+      s += fmt::format("  // The lane's first weight row as a byte pointer{}; row slot j is 8 j rows on, a\n", groups);
+      s += "  // constant offset that the loads take as their immediate.\n";
+      s += fmt::format("  const unsigned char* const w_base = reinterpret_cast<const unsigned char*>({}) + (long long)(n0 + g) * "
+                       "{}ll;\n",
+                       param(g_.b.arg), row_bytes());
+      if (dequant()) s += fmt::format("  const long long g_row = (long long)(n0 + g) * {}ll;\n", g_.k / g_.b.dequant.group);
+    }
+    if (!whole_tiles()) {
+      s += fmt::format("  // The lane's weight rows (clamped to the last: the columns past N are computed and dropped),\n"
+                       "  // as byte pointers to their first element{}.\n", groups);
+    }
+    for (int j = 0; j < tiles_ && !whole_tiles(); ++j) {
       s += fmt::format("  const long long w_row{} = (long long)min(n0 + {} + g, {});\n", j, 8 * j, g_.n - 1);
-    s += "  // The lane's activation rows g and g + 8; rows past M read as zeros.\n";
-    s += fmt::format("  const bool x_in0 = g < {};\n", g_.m);
-    s += fmt::format("  const {}* x_row0 = {} + (long long)min(g, {}) * {}ll;\n", storage_type(g_.operand_dtype),
-                     param(g_.a.arg), g_.m - 1, g_.k);
+      s += fmt::format("  const unsigned char* const w_base{} = reinterpret_cast<const unsigned char*>({}) + w_row{} * {}ll;\n",
+                       j, param(g_.b.arg), j, row_bytes());
+      if (dequant())
+        s += fmt::format("  const long long g_row{} = w_row{} * {}ll;\n", j, j, g_.k / g_.b.dequant.group);
+    }
+    if (split_columns_) {
+      s += "  // B's column g is activation row g % 2 at lane column g / 2's K positions: this lane's own\n";
+      s += "  // positions when g / 2 == t, zeros elsewhere and for rows past M.\n";
+      s += fmt::format("  const bool x_in0 = (g >> 1) == t && (g & 1) < {};\n", g_.m);
+      s += fmt::format("  const {}* x_row0 = {} + (long long)min(g & 1, {}) * {}ll;\n", storage_type(g_.operand_dtype),
+                       param(g_.a.arg), g_.m - 1, g_.k);
+    } else {
+      s += "  // The lane's activation rows g and g + 8; rows past M read as zeros.\n";
+      s += fmt::format("  const bool x_in0 = g < {};\n", g_.m);
+      s += fmt::format("  const {}* x_row0 = {} + (long long)min(g, {}) * {}ll;\n", storage_type(g_.operand_dtype),
+                       param(g_.a.arg), g_.m - 1, g_.k);
+    }
     if (two_rows_) {
       s += fmt::format("  const bool x_in1 = g + 8 < {};\n", g_.m);
       s += fmt::format("  const {}* x_row1 = {} + (long long)min(g + 8, {}) * {}ll;\n", storage_type(g_.operand_dtype),
@@ -195,16 +249,33 @@ private:
     return s;
   }
 
-  // The byte address of element `k` of weight row `row` (code expressions).
-  std::string weight_at(const std::string& row, const std::string& k) const {
-    const std::string elem = fmt::format("({} * {}ll + {})", row, g_.k, k);
-    return fmt::format("{} + {}", param(g_.b.arg), w_ == DType::i4 ? elem + " / 2" : elem);
+  // The type of K positions: 32 bits where K (and the steps loaded past it) allows.
+  std::string k_type() const {
+    return g_.k + int64_t{c_.bk} * c_.warps_n * (c_.stages + 1) < (int64_t{1} << 31) ? "int" : "long long";
   }
 
-  // The group index of element `k` of weight row `row`.
-  std::string group_at(const std::string& row, const std::string& k) const {
-    const ir::GemmDequant& dq = g_.b.dequant;
-    return fmt::format("{} * {}ll + {} / {}", row, g_.k / dq.group, k, dq.group);
+  // The bytes of one weight row.
+  int64_t row_bytes() const { return w_ == DType::i4 ? g_.k / 2 : w_ == DType::i8 ? g_.k : 2 * g_.k; }
+
+  // N a multiple of the column tile (no row is clamped): one base pointer and constant
+  // offsets. Not with two activation rows (M > 8), which measured slower that way (19.0
+  // against 18.0 us at 16 x 8192 x 8192 on an H100).
+  bool whole_tiles() const { return g_.n % c_.bn == 0 && !two_rows_; }
+
+  // The byte address of element `k` (code, never negative) of row slot j's weight row.
+  std::string weight_at(int j, const std::string& k) const {
+    const char* bytes = w_ == DType::i4 ? " >> 1" : w_ == DType::i8 ? "" : " * 2";
+    if (!whole_tiles()) return fmt::format("w_base{} + (({}){}{})", j, k_type(), k, bytes);
+    return fmt::format("w_base + (({}){}{}) + {}ll", k_type(), k, bytes, 8 * j * row_bytes());
+  }
+
+  // The index of the group of element `k` (code, never negative) of row slot j's weight
+  // row, in the [N, K / group] scales and zero points.
+  std::string group_at(int j, const std::string& k) const {
+    const std::string unsigned_k = k_type() == "int" ? "(unsigned)" : "(unsigned long long)";
+    if (!whole_tiles()) return fmt::format("g_row{} + {}({}) / {}u", j, unsigned_k, k, g_.b.dequant.group);
+    return fmt::format("g_row + {}ll + {}({}) / {}u", 8 * j * (g_.k / g_.b.dequant.group), unsigned_k, k,
+                       g_.b.dequant.group);
   }
 
   // The arrays a step holds: the weight pieces and their scales and zero points (named with
@@ -220,9 +291,9 @@ private:
 
   // The lane's piece of K at unroll index u of the step at `kc`, and whether it is in K.
   std::string piece_position(const std::string& b, const std::string& kc) const {
-    return fmt::format("{}const long long k = {} + u * {} + t * {};  // the lane's piece of K\n{}const bool in = k < "
-                       "k_end;\n",
-                       b, kc, 4 * lane_elems_, lane_elems_, b);
+    return fmt::format("{}const {} k = {} + u * {} + t * {};  // the lane's piece of K\n{}[[maybe_unused]] "
+                       "const bool in = k < k_end;\n",
+                       b, k_type(), kc, 4 * lane_elems_, lane_elems_, b);
   }
 
   // The weight pieces of the step at `kc` (zeros past K) with their scales and zero points:
@@ -235,7 +306,7 @@ private:
     s += piece_position(b, kc);
     for (int j = 0; weights && j < tiles_; ++j)
       s += fmt::format("{}w_piece{}[u][{}] = in ? kiln_load_stream16({}) : make_uint4(0u, 0u, 0u, 0u);\n", b, sfx, j,
-                       weight_at(fmt::format("w_row{}", j), "k"));
+                       weight_at(j, "k"));
     if (dequant()) s += scale_loads(b, sfx);
     return s + in + "}\n";
   }
@@ -254,7 +325,7 @@ private:
     for (int j = 0; j < tiles_; ++j)
       s += fmt::format("{}kiln_copy_async16_zfill(ring + {} * {}u + (u * {} + {}) * {}u, in ? (const void*)({}) : "
                        "(const void*){}, in ? 16u : 0u);\n",
-                       b, slot, slot_bytes(), tiles_, j, piece_bytes(), weight_at(fmt::format("w_row{}", j), "k"),
+                       b, slot, slot_bytes(), tiles_, j, piece_bytes(), weight_at(j, "k"),
                        param(g_.b.arg));
     return s + in + "}\n" + in + "kiln_copy_async_commit();\n";
   }
@@ -303,15 +374,23 @@ private:
   }
 
   // Each piece's scale (and zero point) as a pair of equal values: as a packed pair, or as
-  // fp32 bits on the fp32 path. A zero point of the weights' integer type is folded into
-  // the constant that the bit trick subtracts.
+  // fp32 bits on the fp32 path and where the scale multiplies the products' sums. A zero
+  // point of the weights' integer type is folded into the constant that the bit trick
+  // subtracts.
   std::string scale_loads(const std::string& b, const std::string& sfx) const {
     const ir::GemmDequant& dq = g_.b.dequant;
     const ir::KernelArg& sc = k_.args.at(static_cast<size_t>(dq.scale));
     std::string s;
     for (int j = 0; j < tiles_; ++j) {
-      const std::string at = group_at(fmt::format("w_row{}", j), "k");
-      if (float_path()) {
+      const std::string at = group_at(j, "k");
+      if (scales_after_ && !split_columns_) {
+        // The scale of the whole step's K at u, which the products' sums take, whether or
+        // not this lane's own piece lies in K.
+        const std::string first = fmt::format("(k - t * {})", lane_elems_);
+        s += fmt::format("{}scale2{}[u][{}] = __float_as_uint({} < k_end ? {} : 0.0f);\n", b, sfx, j, first,
+                         load_expr(sc.type.dtype, fmt::format("{}[{}]", param(dq.scale),
+                                                              group_at(j, first))));
+      } else if (float_path() || scales_after_) {  // fp32 bits
         s += fmt::format("{}scale2{}[u][{}] = __float_as_uint(in ? {} : 0.0f);\n", b, sfx, j,
                          load_expr(sc.type.dtype, fmt::format("{}[{}]", param(dq.scale), at)));
       } else {
@@ -343,11 +422,20 @@ private:
       else
         z = fmt::format("(in ? {} : 0.0f)", load_expr(za.type.dtype, fmt::format("{}[{}]", param(dq.zero), at)));
     }
-    if (float_path()) return fmt::format("__float_as_uint({})", z);
-    const bool integer_zero = dq.zero < 0 || is_storage_only(k_.args.at(static_cast<size_t>(dq.zero)).type.dtype);
+    // The fp32 path's offset is 2^23 + 128 (the byte's place in 2^23's mantissa).
+    if (float_path()) return fmt::format("__float_as_uint({})", integer_zero() ? "8388736.0f + " + z : z);
+    // The offset alone, as a literal pair: 136 in bf16, 1032 or 1152 in f16.
+    if (dq.zero < 0 || !integer_zero())
+      return w_ == DType::i4 ? (bf16_ ? "0x43084308u" : "0x64086408u") : "0x64806480u";
     // An integer zero point joins the offset exactly; a float one is subtracted after it.
-    const std::string total = integer_zero ? fmt::format("{:.1f}f + {}", offset, z) : fmt::format("{:.1f}f", offset);
+    const std::string total = fmt::format("{:.1f}f + {}", offset, z);
     return bf16_ ? fmt::format("kiln_bf16_pair({}, {})", total, total) : fmt::format("kiln_pair_f16({})", total);
+  }
+
+  // No zero point, or one of the weights' integer type: exact beside the offset.
+  bool integer_zero() const {
+    const ir::GemmDequant& dq = g_.b.dequant;
+    return dq.zero < 0 || is_storage_only(k_.args.at(static_cast<size_t>(dq.zero)).type.dtype);
   }
 
   // The float zero point of a piece, subtracted after the offset (packed-pair math).
@@ -357,10 +445,15 @@ private:
   }
 
   // The weight pair for element pair `biased` (code: a packed pair of offset values) of row
-  // slot `j`, dequantised.
-  std::string finish_pair(const std::string& biased, const std::string& j) const {
-    std::string v = fmt::format("kiln_sub2_{}({}, zero2[u][{}])", pair(), biased, j);
+  // slot `j`, dequantised. With `zero16` (f16 only), the pair's nibbles sit 4 bits up in
+  // the mantissa, and one fma scales them down by 16 exactly and adds `zero16` (minus the
+  // offset of the scaled-down pair). Where the scale multiplies the products' sums, the
+  // pair is w - z alone, exact.
+  std::string finish_pair(const std::string& biased, const std::string& j, const std::string& zero16 = "") const {
+    std::string v = !zero16.empty() ? fmt::format("kiln_fma2_f16({}, 0x2c002c00u, {})", biased, zero16)
+                                    : fmt::format("kiln_sub2_{}({}, zero2[u][{}])", pair(), biased, j);
     if (float_zero()) v = fmt::format("kiln_sub2_{}({}, zero2_float[u][{}])", pair(), v, j);
+    if (scales_after_) return v;
     return fmt::format("kiln_mul2_{}({}, scale2[u][{}])", pair(), v, j);
   }
 
@@ -371,18 +464,43 @@ private:
     const std::string word = fmt::format("w_piece[u][{}].{}", j, kLanes[q]);
     std::string s;
     if (w_ == DType::i4) {
-      // Word q holds elements 8q .. 8q + 7; its nibbles i and i + 4 form one biased pair.
+      // Word q holds elements 8q .. 8q + 7; its nibbles i and i + 4 form one biased pair:
+      // w + 8 (the sign bit flipped: offset binary) in the mantissa of the magic number.
       const unsigned magic = bf16_ ? 0x43004300u : 0x64006400u;
-      s += fmt::format("{}const unsigned {}_word = {} ^ 0x88888888u;  // offset binary: w + 8\n", in, name, word);
+      // bf16's 7 mantissa bits take a nibble only at the bottom: one shift a pair. So do
+      // f16 pairs with two activation rows (M > 8), whose registers have no room for the
+      // second constant below.
+      if (bf16_ || !weights_a_) {
+        for (int i = 0; i < 4; ++i)
+          s += fmt::format("{}const unsigned {}{} = {};\n", in, name, i,
+                           finish_pair(fmt::format("kiln_and_xor({}{}, 0x000f000fu, 0x{:08x}u)", word,
+                                                   i == 0 ? "" : fmt::format(" >> {}", 4 * i), magic | 0x00080008u),
+                                       j));
+        return s;
+      }
+      // f16: nibbles (0, 4), and (2, 6) after one shift, at the bottom of the mantissa;
+      // (1, 5) and (3, 7) 4 bits up, worth 1024 + 16 (w + 8), scaled down by their fma,
+      // which adds 960 - (1032 + z) = -(72 + z) (exact integers).
+      s += fmt::format("{}const unsigned {}_high = {} >> 8;\n", in, name, word);
+      s += fmt::format("{}const unsigned {}_zero16 = kiln_sub2_f16(0x63806380u, zero2[u][{}]);\n", in, name, j);
       for (int i = 0; i < 4; ++i)
         s += fmt::format("{}const unsigned {}{} = {};\n", in, name, i,
-                         finish_pair(fmt::format("((({}_word >> {}) & 0x000f000fu) | 0x{:08x}u)", name, 4 * i, magic), j));
+                         finish_pair(fmt::format("kiln_and_xor({}, 0x{:08x}u, 0x{:08x}u)", i < 2 ? word : name + "_high",
+                                                 i % 2 == 0 ? 0x000f000fu : 0x00f000f0u,
+                                                 magic | (i % 2 == 0 ? 0x00080008u : 0x00800080u)),
+                                     j, i % 2 == 1 ? name + "_zero16" : ""));
     } else if (float_path()) {
-      // i8 into bf16 through fp32: bytes (0, 2) and (1, 3) form the pairs.
+      // i8 into bf16 through fp32: bytes (0, 2) and (1, 3) form the pairs. Byte b, offset
+      // binary, becomes the low byte of 2^23's mantissa (2^23 + 128 + w, exact), and one
+      // add takes 2^23 + 128 + z off (z an integer: folded into zero2), or two with a float z.
+      s += fmt::format("{}const unsigned {}_word = {} ^ 0x80808080u;  // offset binary: w + 128\n", in, name, word);
       s += fmt::format("{}float {}_e[4];\n", in, name);
-      s += fmt::format("{}#pragma unroll\n{}for (int b = 0; b < 4; ++b) {}_e[b] = ((float)(int)(signed char)({} >> (8 * b)) "
-                       "- __uint_as_float(zero2[u][{}])) * __uint_as_float(scale2[u][{}]);\n",
-                       in, in, name, word, j, j);
+      const std::string biased = fmt::format("__uint_as_float(__byte_perm({}_word, 0x4b000000u, 0x7650 + b))", name);
+      const std::string zero = fmt::format("__uint_as_float(zero2[u][{}])", j);
+      std::string e = integer_zero() ? fmt::format("({} - {})", biased, zero)
+                                     : fmt::format("(({} - 8388736.0f) - {})", biased, zero);
+      if (!scales_after_) e = fmt::format("{} * __uint_as_float(scale2[u][{}])", e, j);
+      s += fmt::format("{}#pragma unroll\n{}for (int b = 0; b < 4; ++b) {}_e[b] = {};\n", in, in, name, e);
       s += fmt::format("{}const unsigned {}0 = kiln_bf16_pair({}_e[0], {}_e[2]), {}1 = kiln_bf16_pair({}_e[1], {}_e[3]);\n",
                        in, name, name, name, name, name, name);
     } else {
@@ -436,6 +554,9 @@ private:
                      word(1, 2 * step + 1));
       return s + in + "}\n";
     }
+    // Scaled after: the piece's products sum into `part`, which the two rows' scales fold
+    // into the accumulators once.
+    if (scales_after_) s += b + "float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};\n";
     for (int q = 0; q < 4; ++q) {
       s += b + "{\n";
       for (int r = 0; r < (weights_a_ ? 2 : 1); ++r)
@@ -444,6 +565,16 @@ private:
         s += product(b + "  ", mma, q, first, fmt::format("p0{}", first), fmt::format("p0{}", first + 1),
                      fmt::format("p1{}", first), fmt::format("p1{}", first + 1));
       s += b + "}\n";
+    }
+    if (scales_after_ && weights_a_) {  // C's rows g and g + 8 are this lane's weight rows
+      s += b + "const float s0 = __uint_as_float(scale2[u][2 * f]), s1 = __uint_as_float(scale2[u][2 * f + 1]);\n";
+      s += b + "acc[f][0] = fmaf(part[0], s0, acc[f][0]); acc[f][1] = fmaf(part[1], s0, acc[f][1]);\n";
+      s += b + "acc[f][2] = fmaf(part[2], s1, acc[f][2]); acc[f][3] = fmaf(part[3], s1, acc[f][3]);\n";
+    } else if (scales_after_) {  // C's columns 2 t, 2 t + 1 are the weight rows of lanes 8 t and 8 t + 4
+      s += b + "const float s0 = __uint_as_float(__shfl_sync(0xffffffffu, scale2[u][f], 8 * t));\n";
+      s += b + "const float s1 = __uint_as_float(__shfl_sync(0xffffffffu, scale2[u][f], 8 * t + 4));\n";
+      s += b + "acc[f][0] = fmaf(part[0], s0, acc[f][0]); acc[f][1] = fmaf(part[1], s1, acc[f][1]);\n";
+      s += b + "acc[f][2] = fmaf(part[2], s0, acc[f][2]); acc[f][3] = fmaf(part[3], s1, acc[f][3]);\n";
     }
     return s + in + "}\n";
   }
@@ -455,13 +586,15 @@ private:
     if (weights_a_) {
       // A: rows g (slot 2 f) and g + 8 (slot 2 f + 1) at K positions lo, then hi; B: the
       // activations of row g at the same positions.
-      return fmt::format("{}{{ const unsigned a[4] = {{{}, {}, {}, {}}}; {}(acc[f], a, {}, {}); }}\n", in, lo0, lo1, hi0,
-                         hi1, mma, activation_pair(0, q, first, false), activation_pair(0, q, first + 1, true));
+      return fmt::format("{}{{ const unsigned a[4] = {{{}, {}, {}, {}}}; {}({}, a, {}, {}); }}\n", in, lo0, lo1, hi0,
+                         hi1, mma, scales_after_ ? "part" : "acc[f]", activation_pair(0, q, first, false),
+                         activation_pair(0, q, first + 1, true));
     }
     // A: activation rows g and g + 8 at K positions lo, then hi; B: the weight pairs.
-    return fmt::format("{}{{ const unsigned a[4] = {{{}, {}, {}, {}}}; {}(acc[f], a, {}, {}); }}\n", in,
+    return fmt::format("{}{{ const unsigned a[4] = {{{}, {}, {}, {}}}; {}({}, a, {}, {}); }}\n", in,
                        activation_pair(0, q, first, false), activation_pair(1, q, first, false),
-                       activation_pair(0, q, first + 1, true), activation_pair(1, q, first + 1, true), mma, lo0, hi0);
+                       activation_pair(0, q, first + 1, true), activation_pair(1, q, first + 1, true), mma,
+                       scales_after_ ? "part" : "acc[f]", lo0, hi0);
   }
 
   // Software-pipelined by one step: the first step's weight pieces and scales are loaded
@@ -471,10 +604,13 @@ private:
     if (c_.stages > 0) return ring_loop();
     const int64_t stride = int64_t{c_.bk} * c_.warps_n;
     std::string s = fmt::format("  // The K loop: warp w takes steps w, w + {}, ... of {} elements.\n", c_.warps_n, c_.bk);
-    s += fmt::format("  const long long kc0 = k_begin + (long long)warp * {};\n", c_.bk);
+    s += fmt::format("  const {} kc0 = k_begin + warp * {};\n", k_type(), c_.bk);
     s += stream_arrays("  ", "_next");
     s += stream_loads("  ", "kc0", "_next");
-    s += fmt::format("  for (long long kc = kc0; kc < k_end; kc += {}) {{\n", stride);
+    // Two steps a trip: the next step's registers alternate instead of being copied. Not
+    // with two activation rows (M > 8), whose registers have no room for it.
+    if (!two_rows_) s += "#pragma unroll 2\n";
+    s += fmt::format("  for ({} kc = kc0; kc < k_end; kc += {}) {{\n", k_type(), stride);
     s += take_next("    ");
     s += stream_loads("    ", fmt::format("(kc + {})", stride), "_next");
     s += activation_loads("    ");
@@ -494,18 +630,18 @@ private:
     std::string s = fmt::format("  // The K loop: warp w takes steps w, w + {}, ... of {} elements; their weight pieces "
                                 "stream through a ring of {} steps.\n",
                                 c_.warps_n, c_.bk, stages);
-    s += fmt::format("  const long long kc0 = k_begin + (long long)warp * {};\n", c_.bk);
+    s += fmt::format("  const {} kc0 = k_begin + warp * {};\n", k_type(), c_.bk);
     s += fmt::format("  const unsigned char* my_slots = kiln_smem + {} + threadIdx.x * 16u;  // after the warps' sums\n",
                      ir::gemv_sums_bytes(c_));
     s += "  const unsigned ring = (unsigned)__cvta_generic_to_shared(my_slots);\n";
     s += stream_arrays("  ", "_next", false);
     s += stream_loads("  ", "kc0", "_next", false);
     s += fmt::format("#pragma unroll\n  for (int ahead = 0; ahead < {}; ++ahead) {{\n", stages - 1);
-    s += ring_copies("    ", fmt::format("(kc0 + ahead * {}ll)", stride), "ahead");
+    s += ring_copies("    ", fmt::format("(kc0 + ahead * {})", stride), "ahead");
     s += "  }\n  int slot = 0;\n";
-    s += fmt::format("  for (long long kc = kc0; kc < k_end; kc += {}) {{\n", stride);
+    s += fmt::format("  for ({} kc = kc0; kc < k_end; kc += {}) {{\n", k_type(), stride);
     s += fmt::format("    const int refill = slot == 0 ? {} : slot - 1;\n", stages - 1);
-    s += ring_copies("    ", fmt::format("(kc + {}ll)", (stages - 1) * stride), "refill");
+    s += ring_copies("    ", fmt::format("(kc + {})", (stages - 1) * stride), "refill");
     s += fmt::format("    kiln_copy_async_wait_group<{}>();  // this step's slot has landed\n", stages - 1);
     s += ring_reads("    ", "slot");
     s += take_next("    ", false);
@@ -522,7 +658,15 @@ private:
   // The warps' accumulators summed in warp order, 8 columns of one row a thread, then the
   // epilogue (or, with a split K, the partials and the last slice's sum).
   std::string warp_sums() const {
-    std::string s = "  // Each warp's accumulators into shared memory: [warp][row][column].\n";
+    std::string s;
+    if (split_columns_) {
+      s += "  // Lane column t summed its own K positions (B's columns 2 t, 2 t + 1): add the four columns.\n";
+      s += fmt::format("#pragma unroll\n  for (int f = 0; f < {}; ++f)\n#pragma unroll\n    for (int i = 0; i < 4; ++i) {{\n",
+                       accs_);
+      s += "      acc[f][i] += __shfl_xor_sync(0xffffffffu, acc[f][i], 1);\n";
+      s += "      acc[f][i] += __shfl_xor_sync(0xffffffffu, acc[f][i], 2);\n    }\n";
+    }
+    s += "  // Each warp's accumulators into shared memory: [warp][row][column].\n";
     s += "  float* sums = reinterpret_cast<float*>(kiln_smem);\n";
     s += fmt::format("#pragma unroll\n  for (int f = 0; f < {}; ++f) {{\n", accs_);
     if (weights_a_) {  // C's rows are weight rows (columns of the output), its columns rows of M
@@ -575,6 +719,15 @@ private:
   int lane_elems_ = 8, tiles_ = 1, unroll_ = 1, pieces_ = 1;
   bool two_rows_ = false, split_ = false;
   bool weights_a_ = false;  // the weight is mma's A operand (M <= 8)
+  // The scale multiplies each product's fp32 sum once a piece, not every weight pair,
+  // where every sum belongs to one group of one weight row: where a step's K (all 4 lane
+  // columns) lies in one group, or, with the weight as A and M <= 2, by splitting B's
+  // columns (below).
+  bool scales_after_ = false;
+  // M <= 2 with the weight as A and groups shorter than a step: B's column 2 c + m holds
+  // activation row m at the K positions of lane column c only, so that each sum covers one
+  // lane's piece; the lanes' columns are added at the end.
+  bool split_columns_ = false;
   int accs_ = 1;            // accumulator fragments: one per 16 weight rows, or per 8
   int64_t slice_ = 0, col_tiles_ = 0, padded_n_ = 0;
 };

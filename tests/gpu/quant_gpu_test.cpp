@@ -42,8 +42,8 @@ TEST(QuantGpu, DecodeRowsOnGemvEveryFormat) {
   for (DType act : {DType::f16, DType::bf16})
     for (DType weights : {DType::i4, DType::i8})
       for (int zeros : {0, 1, 2})
-        for (int64_t m : {1, 5, 16})
-          for (int64_t group : {64, 128}) {
+        for (int64_t m : {1, 2, 5, 16})
+          for (int64_t group : {32, 128}) {
           Quant q{weights, act, m, 200, 512, group, zeros};
           SCOPED_TRACE(fmt::format("{} {} zeros {} m {} group {}", dtype_name(act), dtype_name(weights), zeros, m, group));
           EXPECT_EQ(expect_matches_reference(quant_linear(q).ir()), ir::kGemv);
@@ -53,9 +53,18 @@ TEST(QuantGpu, DecodeRowsOnGemvEveryFormat) {
 TEST(QuantGpu, GroupSizesFromThirtyTwoToARow) {
   KILN_REQUIRE_GPU();
   for (int64_t group : {32, 64, 128, 1024})
-    for (DType weights : {DType::i4, DType::i8}) {
-      Quant q{weights, DType::f16, 3, 130, 1024, group, group == 64 ? 1 : 0};
-      SCOPED_TRACE(fmt::format("{} group {}", dtype_name(weights), group));
+    for (DType weights : {DType::i4, DType::i8})
+      for (int64_t m : {1, 3}) {  // one row scales the products' sums, three every weight pair
+        Quant q{weights, DType::f16, m, 130, 1024, group, group == 64 ? 1 : 0};
+        SCOPED_TRACE(fmt::format("{} group {} m {}", dtype_name(weights), group, m));
+        expect_matches_reference(quant_linear(q).ir());
+      }
+  // A row's one group over K = 1056: the last step of 128 ends inside it, so some lane
+  // columns lie past K while the step's scale still applies to the others.
+  for (DType weights : {DType::i4, DType::i8})
+    for (int64_t m : {1, 4, 16}) {
+      Quant q{weights, DType::bf16, m, 130, 1056, 1056, weights == DType::i8 ? 2 : 1};  // i4 zero points pack in twos
+      SCOPED_TRACE(fmt::format("{} per row, K 1056, m {}", dtype_name(weights), m));
       expect_matches_reference(quant_linear(q).ir());
     }
 }
@@ -103,6 +112,21 @@ TEST(QuantGpu, EveryPackedMmaSyncCandidatePassesItsCheck) {
     int packed = 0;
     for (const runtime::Trial& t : r.trials) packed += t.config.schedule == ir::kMmaSync;
     EXPECT_GE(packed, 16);
+  }
+}
+
+// One and two rows scale each lane's fp32 sums (B's columns split by lane): every
+// candidate (unroll 1 to 4 pieces a step, so one to eight groups of 32 a step; rings;
+// splits of K) with zero points of the weights' and the scales' type, odd N.
+TEST(QuantGpu, EveryGemvCandidateOfOneAndTwoRowsPassesItsCheck) {
+  KILN_REQUIRE_GPU();
+  const Quant formats[] = {{DType::i4, DType::bf16, 1, 200, 1024, 32, 2},
+                           {DType::i4, DType::f16, 2, 200, 1024, 32, 1},
+                           {DType::i8, DType::f16, 1, 200, 1024, 32, 2},
+                           {DType::i8, DType::bf16, 2, 200, 1024, 32, 1}};
+  for (const Quant& q : formats) {
+    SCOPED_TRACE(fmt::format("{} x {} m {} zeros {}", dtype_name(q.act), dtype_name(q.weights), q.m, q.zeros));
+    gpu_test::every_candidate_passes(quant_linear(q).ir());
   }
 }
 

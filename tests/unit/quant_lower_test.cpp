@@ -46,7 +46,7 @@ TEST(QuantLowering, DequantFoldsIntoTheGemmOperandAndItsEpilogue) {
   EXPECT_TRUE(contains(text, "silu")) << text;
   const std::string cuda = codegen::emit_cuda(k);
   EXPECT_TRUE(contains(cuda, "schedule gemv")) << cuda;
-  EXPECT_TRUE(contains(cuda, "0x88888888u")) << cuda;  // the i4 bit trick, not conversions
+  EXPECT_TRUE(contains(cuda, "kiln_and_xor(")) << cuda;  // the i4 bit trick, not conversions
 }
 
 TEST(QuantLowering, LargerBatchesTakeTheMmaScheduleWithTheDequantInTheLoad) {
@@ -110,6 +110,34 @@ int spill_bytes(const ir::Kernel& k, const std::string& arch) {
   std::smatch m;
   if (std::regex_search(r.log, m, std::regex("([0-9]+) bytes spill stores"))) return std::stoi(m[1]);
   return -1;
+}
+
+// The scale multiplies fp32 sums once a piece, and no packed multiply is left in the
+// loop, where a step's K lies in one group (groups of 128 and more) or, with one or two
+// rows, by splitting B's columns between the lane columns (groups of 32); five rows with
+// groups of 32 still scale every weight pair. f16's in-place nibbles (weights as A) take one fma
+// each.
+TEST(QuantCodegen, TheScaleMultipliesTheProductsSumsWhereAGroupAllows) {
+  for (int64_t m : {1, 2, 5, 16})
+    for (int64_t group : {32, 128})
+      for (DType act : {DType::f16, DType::bf16}) {
+        Quant q;
+        q.m = m;
+        q.act = act;
+        q.group = group;
+        q.zeros = 2;
+        SCOPED_TRACE(fmt::format("m {} group {} {}", m, group, dtype_name(act)));
+        const ir::Kernel k = planned(quant_linear(q).ir()).kernels.at(0);
+        ASSERT_EQ(k.config.schedule, ir::kGemv);
+        const std::string cuda = codegen::emit_cuda(k);
+        const std::string pair = act == DType::bf16 ? "bf16" : "f16";
+        const bool after = m <= 2 || group == 128;
+        EXPECT_EQ(contains(cuda, "scaled once a piece"), after) << cuda;
+        EXPECT_EQ(contains(cuda, "kiln_mul2_" + pair + "("), !after) << cuda;
+        EXPECT_EQ(contains(cuda, "__shfl_xor_sync"), m <= 2 && group == 32) << cuda;
+        EXPECT_EQ(contains(cuda, "kiln_fma2_f16("), act == DType::f16 && m <= 8) << cuda;
+        EXPECT_EQ(spill_bytes(k, "sm_90a"), 0) << k.config.str();
+      }
 }
 
 TEST(QuantCodegen, EveryWeightFormatCompilesWithoutSpillsInItsDefaultConfig) {
