@@ -31,6 +31,10 @@ struct Problem {
   int sm_count = 132;
   int64_t depth = 1;  // K of a GEMM case
   int64_t batch = 1;  // products of a batched GEMM case
+  // An attention case: rows = Sq and cols = D for batch x heads query heads, which read
+  // kv_heads key and value heads (a group of heads / kv_heads each) of kv_len keys.
+  int64_t heads = 0, kv_heads = 0, kv_len = 0;
+  bool causal = false;
 };
 
 struct Dims {

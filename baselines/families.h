@@ -12,5 +12,6 @@ std::vector<Baseline> softmax_baselines();                  // softmax.cpp
 std::vector<Baseline> norm_baselines();                     // norms.cpp
 std::vector<Baseline> reduction_baselines();                // reductions.cpp
 std::vector<Baseline> gemm_baselines();                     // gemm.cpp
+std::vector<Baseline> attention_baselines();                // attention.cpp
 
 }  // namespace kiln::baselines

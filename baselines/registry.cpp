@@ -13,7 +13,7 @@ const std::vector<Baseline>& all() {
   static const std::vector<Baseline> baselines = [] {
     std::vector<Baseline> list;
     for (auto family : {elementwise_chain_baselines, multi_input_elementwise_baselines, softmax_baselines,
-                        norm_baselines, reduction_baselines, gemm_baselines})
+                        norm_baselines, reduction_baselines, gemm_baselines, attention_baselines})
       for (Baseline& b : family()) list.push_back(std::move(b));
     return list;
   }();

@@ -5,6 +5,7 @@
 // 2t + 1 (a[0], a[1]) and 2t + 8, 2t + 9 (a[2], a[3]), so the scores of two n8 tiles
 // are, packed in pairs, the A fragment of the next product over those 16 keys.
 #include "codegen/attention_emitter.h"
+#include "codegen/attention_template.h"
 
 #include <fmt/format.h>
 
@@ -20,8 +21,6 @@
 namespace kiln::codegen {
 
 namespace {
-
-constexpr double kLog2e = 1.4426950408889634;
 
 // Shared memory: the query tile, then `stages` pairs of key and value tiles; every tile
 // is rows of D elements in 16-byte chunks whose order in each 128-byte line is XORed
@@ -264,22 +263,6 @@ __device__ float $NAME_l_part[$ROW_PARTS];
 __device__ int $NAME_tickets[$TICKETS];
 )";
 
-std::string substitute(std::string text, const std::map<std::string, std::string>& values) {
-  // Longest names first, so that $Q_BYTES is not read as $Q followed by _BYTES.
-  std::vector<std::pair<std::string, std::string>> order(values.begin(), values.end());
-  std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
-  for (const auto& [key, value] : order) {
-    const std::string token = "$" + key;
-    for (size_t at = text.find(token); at != std::string::npos; at = text.find(token, at + value.size()))
-      text.replace(at, token.size(), value);
-  }
-  if (text.find('$') != std::string::npos)
-    throw Error(fmt::format("attention emitter: unfilled name near '{}'", text.substr(text.find('$'), 20)));
-  return text;
-}
-
-std::string literal(double v) { return fmt::format("{:.9g}f", v); }
-
 std::string header(const ir::Kernel& k) {
   const ir::AttentionCore& a = k.attention;
   const ir::TileConfig& c = k.config;
@@ -312,6 +295,7 @@ std::string header(const ir::Kernel& k) {
 LaunchDims attention_launch_dims(const ir::Kernel& k) {
   const ir::TileConfig& c = k.config;
   if (c.br <= 0 || c.bc <= 0) throw Error(fmt::format("kernel @{} has no attention tile config", k.name));
+  if (c.schedule == ir::kWgmma) return attention_wgmma_launch_dims(k);
   LaunchDims d;
   d.grid[0] = static_cast<unsigned>((k.attention.sq + c.br - 1) / c.br);
   d.grid[1] = static_cast<unsigned>(ir::attention_batch_count(k.attention));
@@ -326,6 +310,7 @@ std::string emit_attention(const ir::Kernel& k) {
   ir::validate(k, k.config);
   if (!is_c_identifier(k.name))
     throw Error(fmt::format("kernel @{}: its name must be a C identifier to name a CUDA function", k.name));
+  if (k.config.schedule == ir::kWgmma) return emit_attention_wgmma(k);
   const ir::AttentionCore& a = k.attention;
   const ir::TileConfig& c = k.config;
   const std::vector<std::string> params = param_names(k);
@@ -335,23 +320,10 @@ std::string emit_attention(const ir::Kernel& k) {
   auto offset = [&](int arg) {
     return batch_offset_code(a.batch, ir::attention_layout(k, arg).batch_strides, "batch");
   };
-  std::vector<std::string> score_args;
-  for (size_t i = 0; i < k.args.size(); ++i)
-    if (!k.args[i].is_output && !ir::attention_operand(k, static_cast<int>(i))) score_args.push_back(params[i]);
   // The plain score stays q . k: the scale joins log2 e in the exponent's FFMA (a
   // positive scale keeps the max where it was). Other scores run the score function
   // on every element inside the matrices.
-  std::string score_loop;
-  if (!plain) {
-    score_loop = fmt::format(
-        "#pragma unroll\n    for (int n = 0; n < {bc} / 8; ++n)\n#pragma unroll\n      for (int r = 0; r < 4; ++r) {{\n"
-        "        const int i = row0 + (r >> 1) * 8, j = kv0 + n * 8 + (lane & 3) * 2 + (r & 1);\n"
-        "        s[n][r] = i < {sq} && j < {skv} ? {name}_score(s[n][r] * {scale}, batch, i, j{args}) "
-        ": __int_as_float(0xff800000);\n      }}\n",
-        fmt::arg("bc", c.bc), fmt::arg("sq", a.sq), fmt::arg("skv", a.skv), fmt::arg("name", k.name),
-        fmt::arg("scale", literal(a.scale)),
-        fmt::arg("args", score_args.empty() ? "" : ", " + fmt::format("{}", fmt::join(score_args, ", "))));
-  }
+  const std::string score_loop = plain ? "" : attention_score_loop(k, params, c.bc, "s[n][r]");
   const int row_bytes = static_cast<int>(a.d) * 2;
   const int splits = ir::attention_kv_splits(c);
   const int64_t batches = ir::attention_batch_count(a), q_tiles = (a.sq + c.br - 1) / c.br;
@@ -406,13 +378,13 @@ std::string emit_attention(const ir::Kernel& k) {
       {"LAST_KEY1", a.causal ? fmt::format("min(row0 + 8, {})", a.skv - 1) : std::to_string(a.skv - 1)},
       {"SCORE_LOOP", score_loop},
       {"SCORE_NOTE", plain ? " (q . k, scaled in the exponent)" : " (the fused score ops on the scaled q . k)"},
-      {"LOG2_SCALE", literal((plain ? a.scale : 1.0) * kLog2e)},
+      {"LOG2_SCALE", attention_float_literal((plain ? a.scale : 1.0) * kAttentionLog2e)},
   };
   // The epilogue and the split scratch go in before the names are filled.
   std::string text = kKernel;
   text.replace(text.find("$EPILOGUE"), 9, splits > 1 ? kSplitEpilogue : kDirectEpilogue);
   text.replace(text.find("$SCRATCH"), 8, splits > 1 ? kSplitScratch : "");
-  return header(k) + substitute(text, v);
+  return header(k) + attention_fill(text, v);
 }
 
 namespace {

@@ -11,8 +11,9 @@
 // heavy blocks start first. After the loop each warp divides by the row sums and writes
 // its rows through its part of the query tile as 16-byte stores.
 //
-// Other schedules of the kind (Hopper's wgmma and TMA, split-K decode) would sit next to
-// this one, chosen by the config's `schedule`.
+// Decoding splits the keys over blocks and combines their partial rows. On sm_90a, the
+// config's `schedule = wgmma` picks FlashAttention-3's schedule instead
+// (codegen/attention_wgmma_emitter.cpp).
 #pragma once
 #include <string>
 #include <vector>
@@ -28,6 +29,11 @@ std::string emit_attention(const ir::Kernel& k);
 
 // Grid x: query tiles; y: batch entries. Dynamic shared memory: ir::attention_shared_bytes.
 LaunchDims attention_launch_dims(const ir::Kernel& k);
+
+// The wgmma schedule (sm_90a): its code, and its launch with the tensor maps of q, k
+// and v after the pointers.
+std::string emit_attention_wgmma(const ir::Kernel& k);
+LaunchDims attention_wgmma_launch_dims(const ir::Kernel& k);
 
 // The device function computing the score at one element from the scaled product, for
 // a kernel whose body does more than scale it (codegen/attention_score.cpp); `params`

@@ -2,7 +2,10 @@
 // at one score element (batch, i, j), for bodies that do more than scale the product.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "codegen/attention_emitter.h"
+#include "codegen/attention_template.h"
 #include "codegen/scalar_emit.h"
 #include "ir/error.h"
 
@@ -63,6 +66,37 @@ std::string attention_score_function(const ir::Kernel& k, const std::vector<std:
     s += fmt::format("  const {} {} = {};\n", type, name(static_cast<int>(id)), value);
   }
   return s + fmt::format("  return {};\n}}\n\n", name(static_cast<int>(k.body.size()) - 1));
+}
+
+std::string attention_fill(std::string text, const std::map<std::string, std::string>& values) {
+  std::vector<std::pair<std::string, std::string>> order(values.begin(), values.end());
+  std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+  for (const auto& [key, value] : order) {
+    const std::string token = "$" + key;
+    for (size_t at = text.find(token); at != std::string::npos; at = text.find(token, at + value.size()))
+      text.replace(at, token.size(), value);
+  }
+  if (text.find('$') != std::string::npos)
+    throw Error(fmt::format("attention emitter: unfilled name near '{}'", text.substr(text.find('$'), 20)));
+  return text;
+}
+
+std::string attention_float_literal(double v) { return fmt::format("{:.9g}f", v); }
+
+std::string attention_score_loop(const ir::Kernel& k, const std::vector<std::string>& params, int bc,
+                                 const std::string& element) {
+  const ir::AttentionCore& a = k.attention;
+  std::vector<std::string> score_args;
+  for (size_t i = 0; i < k.args.size(); ++i)
+    if (!k.args[i].is_output && !ir::attention_operand(k, static_cast<int>(i))) score_args.push_back(params[i]);
+  return fmt::format(
+      "#pragma unroll\n    for (int n = 0; n < {bc} / 8; ++n)\n#pragma unroll\n      for (int r = 0; r < 4; ++r) {{\n"
+      "        const int i = row0 + (r >> 1) * 8, j = kv0 + n * 8 + (lane & 3) * 2 + (r & 1);\n"
+      "        {el} = i < {sq} && j < {skv} ? {name}_score({el} * {scale}, batch, i, j{args}) "
+      ": __int_as_float(0xff800000);\n      }}\n",
+      fmt::arg("bc", bc), fmt::arg("sq", a.sq), fmt::arg("skv", a.skv), fmt::arg("name", k.name),
+      fmt::arg("scale", attention_float_literal(a.scale)), fmt::arg("el", element),
+      fmt::arg("args", score_args.empty() ? "" : ", " + fmt::format("{}", fmt::join(score_args, ", "))));
 }
 
 }  // namespace kiln::codegen

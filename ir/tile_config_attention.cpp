@@ -11,6 +11,9 @@
 // blocks (flash-decoding): each writes its rows'
 // partial output, max and sum in fp32, and the last block of a query tile combines the
 // splits in split order (the same bits every run).
+//
+// On sm_90a a config may also name schedule wgmma (FlashAttention-3's layout; its rules
+// are in tile_config_attention_wgmma.cpp).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -19,6 +22,7 @@
 #include "ir/error.h"
 #include "ir/kernel.h"
 #include "ir/tile_config.h"
+#include "ir/tile_config_attention_wgmma.h"
 
 namespace kiln::ir {
 
@@ -76,6 +80,7 @@ int64_t attention_workspace_floats(const Kernel& k, const TileConfig& c) {
 }
 
 int64_t attention_shared_bytes(const Kernel& k, const TileConfig& c) {
+  if (c.schedule == kWgmma) return attention_wgmma_shared_bytes(k, c);
   const AttentionCore& a = k.attention;
   const int64_t esize = dtype_bytes(a.dtype);
   return (int64_t{c.br} * a.d + int64_t{c.stages} * c.bc * (a.d + a.dv)) * esize;
@@ -100,16 +105,24 @@ void validate_attention(const Kernel& k, const TileConfig& c) {
     throw Error(fmt::format("kernel @{}: tile config {}: {}", k.name, c.str(), rule));
   };
   if (std::string why = attention_unsupported(k); !why.empty()) fail(why);
-  if (c.schedule != kMmaSync) fail("an attention config needs schedule mma_sync");
+  if (c.threads || c.elems || c.vec || c.row_threads || c.rows || c.stream || c.shared_elems || c.cluster || c.cols ||
+      c.k_threads || c.k_split || c.bm || c.bn || c.bk || c.warps_m || c.warps_n || c.group)
+    fail("an attention config sets schedule, br, bc, warps, stages and split_k only");
+  if (c.schedule == kWgmma) {
+    validate_attention_wgmma(k, c);
+    if (attention_shared_bytes(k, c) > max_shared_bytes())
+      fail(fmt::format("it needs {} bytes of shared memory; a block has at most {} on sm_{}",
+                       attention_shared_bytes(k, c), max_shared_bytes(), target_sm()));
+    if (query_tiles(k, c.br) > kMaxGridX) fail("too many query tiles for one grid");
+    return;
+  }
+  if (c.schedule != kMmaSync) fail("an attention config needs schedule mma_sync or wgmma");
   if (c.warps != 1 && c.warps != 2 && c.warps != 4 && c.warps != 8) fail("warps must be 1, 2, 4 or 8");
   if (c.br != kRowsPerWarp * c.warps)
     fail(fmt::format("br must be {} x warps (each warp owns {} query rows)", kRowsPerWarp, kRowsPerWarp));
   if (c.bc != 32 && c.bc != 64 && c.bc != 128) fail("bc must be 32, 64 or 128");
   if (c.stages < 1 || c.stages > 3) fail("stages must be 1 to 3");
   if (c.stages == 3 && c.bc == 32) fail("three stages take key tiles of 64 or 128 rows (ptxas spills the 32-row loop)");
-  if (c.threads || c.elems || c.vec || c.row_threads || c.rows || c.stream || c.shared_elems || c.cluster || c.cols ||
-      c.k_threads || c.k_split || c.bm || c.bn || c.bk || c.warps_m || c.warps_n || c.group)
-    fail("an attention config sets schedule, br, bc, warps, stages and split_k only");
   if (c.split_k < 0 || c.split_k > 64) fail("split_k (splits of the keys) must be 0 to 64");
   if (attention_kv_splits(c) > 1) {
     if ((attention_kv_splits(c) - 1) * attention_kv_chunk(k, c) >= k.attention.skv)
@@ -168,6 +181,21 @@ int decode_splits(const Kernel& k, const TileConfig& c) {
 }
 
 }  // namespace
+
+std::vector<TileConfig> attention_wgmma_candidates(const Kernel& k) {
+  std::vector<TileConfig> out;
+  for (int bc : {128, 64, 192})
+    for (int stages : {2, 3}) {
+      TileConfig c;
+      c.schedule = kWgmma;
+      c.br = kAttentionWgmmaRows;
+      c.bc = bc;
+      c.warps = kAttentionWgmmaWarps;
+      c.stages = stages;
+      if (legal(k, c)) out.push_back(c);
+    }
+  return out;
+}
 
 std::vector<TileConfig> attention_candidates(const Kernel& k) {
   std::vector<TileConfig> out;

@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iostream>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -499,10 +500,51 @@ public:
   bool run(ir::Graph& g) override {
     auto before = snapshot(g);
     size_t groups_before = g.groups().size();
+    const std::vector<PinnedTile> pinned = pinned_tiles(g);
     g.clear_groups();
     separate_attention_masks(g);
     Fuser(g).run();
+    restore_pinned_tiles(g, pinned);
     return snapshot(g) != before || g.groups().size() != groups_before;
+  }
+
+private:
+  // A kernel block of the input whose tile was written by hand (or by an earlier run):
+  // its kind, its tile and its last node (the op whose result it writes).
+  struct PinnedTile {
+    std::string kind;
+    ir::Attrs tile;
+    const Node* last = nullptr;
+  };
+
+  static std::vector<PinnedTile> pinned_tiles(const ir::Graph& g) {
+    std::vector<PinnedTile> pinned(g.groups().size());
+    for (const Node* n : g.nodes())
+      if (n->group >= 0 && !g.groups()[n->group].tile.empty()) {
+        pinned[n->group] = {g.groups()[n->group].kind, g.groups()[n->group].tile, n};
+      }
+    return pinned;
+  }
+
+  // The fused groups that end with the node a pinned block ended with, and are of its
+  // kind, keep its tile: a block written with its config stays pinned through the
+  // pipeline. A pin whose block fusion did not form again is dropped, with a warning.
+  static void restore_pinned_tiles(ir::Graph& g, const std::vector<PinnedTile>& pinned) {
+    for (const PinnedTile& p : pinned) {
+      if (p.last == nullptr) continue;
+      const int group = p.last->group;
+      if (group >= 0 && g.groups()[group].kind == p.kind && g.groups()[group].tile.empty()) {
+        const Node* last = nullptr;
+        for (const Node* n : g.nodes())
+          if (n->group == group) last = n;
+        if (last == p.last) {
+          g.group(group).tile = p.tile;
+          continue;
+        }
+      }
+      std::cerr << fmt::format("kiln: fuse: a {} kernel's tile config was dropped: fusion formed other kernels around "
+                               "its ops\n", p.kind);
+    }
   }
 };
 

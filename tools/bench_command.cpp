@@ -116,6 +116,13 @@ baselines::Problem problem_of(const Job& j, int sm_count) {
     p.depth = j.size.depth;
     p.batch = j.size.batches();
   }
+  if (j.size.is_attention()) {
+    p.batch = j.size.batch;
+    p.heads = j.size.heads;
+    p.kv_heads = j.size.kv_heads;
+    p.kv_len = j.size.kv_len;
+    p.causal = j.size.causal;
+  }
   return p;
 }
 

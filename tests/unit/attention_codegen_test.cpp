@@ -11,6 +11,8 @@
 #include "codegen/emit.h"
 #include "codegen_test_util.h"
 #include "ir/kernel.h"
+#include "ir/printer.h"
+#include "ir/tile_config_attention_wgmma.h"
 #include "passes/lower.h"
 #include "passes/pass_manager.h"
 #include "runtime/nvrtc.h"
@@ -41,6 +43,9 @@ Resources compile_with_ptxas_report(const ir::Kernel& k, const std::string& arch
       runtime::compile_cuda(codegen::emit_cuda(k), k.name, runtime::CompileOptions{arch, {"--ptxas-options=-v"}});
   EXPECT_FALSE(r.cubin.empty());
   EXPECT_FALSE(contains(r.log, "warning")) << r.log;
+  // ptxas serialises a wgmma pipeline it cannot prove safe (a call, a spin loop or a
+  // branch between the products) and says so only as information.
+  EXPECT_FALSE(contains(r.log, "serialized")) << r.log;
   Resources res;
   std::smatch m;
   if (std::regex_search(r.log, m, std::regex("Used ([0-9]+) registers"))) res.registers = std::stoi(m[1]);
@@ -121,6 +126,79 @@ TEST(AttentionCodegen, TheSourceReadsAsFlashAttention) {
       codegen::emit_cuda(attention_kernel(test::hand_written_attention(DType::f16, {{2}, 64, 64, 64}, Mask::Bias)));
   EXPECT_TRUE(contains(biased, "k0_score(s[n][r] * ")) << biased;
   EXPECT_TRUE(contains(biased, "in_bias[")) << biased;
+}
+
+// The kernel with its first wgmma config (bc 128, two stages) pinned.
+ir::Kernel with_wgmma(ir::Kernel k) {
+  const std::vector<ir::TileConfig> configs = ir::attention_wgmma_candidates(k);
+  EXPECT_FALSE(configs.empty());
+  if (!configs.empty()) k.config = configs[0];
+  return k;
+}
+
+TEST(AttentionCodegen, EveryWgmmaConfigCompilesWithoutSpillOrSerialisedProducts) {
+  for (DType dt : {DType::f16, DType::bf16})
+    for (int64_t d : {64, 128})
+      for (bool causal : {false, true}) {
+        const ir::Kernel k = attention_kernel(test::composite_attention(dt, {{4, 16}, 1000, 1000, d}, causal));
+        for (const ir::TileConfig& c : ir::attention_wgmma_candidates(k)) {
+          ir::Kernel v = k;
+          v.config = c;
+          SCOPED_TRACE(fmt::format("{} d {} causal {} {}", dtype_name(dt), d, causal, c.str()));
+          EXPECT_EQ(compile_with_ptxas_report(v, "sm_90a").spill_bytes, 0);
+        }
+      }
+  for (Mask m : {Mask::Band, Mask::Bias, Mask::Empty}) {
+    const ir::Kernel k = with_wgmma(attention_kernel(test::hand_written_attention(DType::bf16, {{2}, 130, 70, 128}, m)));
+    EXPECT_EQ(compile_with_ptxas_report(k, "sm_90a").spill_bytes, 0) << ir::print(k);
+  }
+}
+
+TEST(AttentionCodegen, TheHopperSourceReadsAsFlashAttention3) {
+  const ir::Kernel k =
+      with_wgmma(attention_kernel(test::composite_attention(DType::f16, {{4, 16}, 4096, 4096, 128}, true)));
+  ASSERT_EQ(k.config.schedule, ir::kWgmma) << k.config.str();
+  const std::string cuda = codegen::emit_cuda(k);
+  for (const char* part :
+       {"FlashAttention-3's schedule", "kiln_registers_release<24>", "kiln_registers_claim<240>",
+        "kiln_tma_load_4d(q_tile + 0u, &map_q, q_full, 0, q0", "kiln_tma_load_4d(k_tile + 16384u, &map_k",
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16", "kiln_named_barrier_sync(2 + consumer, 256)",
+        "kiln_named_barrier_arrive(3 - consumer, 256)", "kiln_wgmma_wait<1>();  // S has landed",
+        "k0_values(o, p[kk]", "const __grid_constant__ kiln_tensor_map map_v", "min(4096, q0 + 128)",
+        "gridDim.x - 1 - blockIdx.x", "kiln_store16("})
+    EXPECT_TRUE(contains(cuda, part)) << part << "\n" << cuda;
+  // P is the A operand from registers; V is read N-major (the last transpose bit).
+  EXPECT_TRUE(std::regex_search(cuda, std::regex(R"(\{%64, %65, %66, %67\}, %68, p, 1, 1, 1;)"))) << cuda;
+  const std::string biased = codegen::emit_cuda(
+      with_wgmma(attention_kernel(test::hand_written_attention(DType::f16, {{2}, 200, 200, 64}, Mask::Bias))));
+  EXPECT_TRUE(contains(biased, "k0_score(s[4 * n + r] * ")) << biased;
+}
+
+TEST(AttentionCodegen, HopperTensorMapsFollowTheOperandsLayouts) {
+  // Grouped-query attention: k and v vary along batch dims 0 and 1, not 2 (the group).
+  const ir::Kernel k =
+      with_wgmma(attention_kernel(test::composite_attention(DType::bf16, {{2, 4, 3}, 300, 333, 64, {2, 4, 1}}, false)));
+  ASSERT_EQ(k.config.schedule, ir::kWgmma) << k.config.str();
+  const codegen::LaunchDims d = codegen::launch_dims(k);
+  ASSERT_EQ(d.tensor_maps.size(), 3u);
+  EXPECT_EQ(d.block[0], 384u);
+  EXPECT_EQ(d.grid[0], 3u);
+  EXPECT_EQ(d.grid[1], 24u);
+  const codegen::TensorMapSpec& q = d.tensor_maps[0];
+  EXPECT_EQ(q.rank, 5);
+  EXPECT_EQ(q.dims[0], 64u);
+  EXPECT_EQ(q.dims[1], 300u);
+  EXPECT_EQ(q.box[1], 128u);
+  const codegen::TensorMapSpec& kv = d.tensor_maps[1];
+  EXPECT_EQ(kv.rank, 4);
+  EXPECT_EQ(kv.dims[1], 333u);
+  EXPECT_EQ(kv.dims[2], 2u);
+  EXPECT_EQ(kv.dims[3], 4u);
+  EXPECT_EQ(kv.strides[0], 128u);
+  EXPECT_EQ(kv.strides[1], 4u * 333u * 64u * 2u);
+  EXPECT_EQ(kv.strides[2], 333u * 64u * 2u);
+  EXPECT_EQ(kv.box[1], static_cast<uint32_t>(k.config.bc));
+  EXPECT_EQ(d.tensor_maps[2].arg, k.attention.v);
 }
 
 TEST(AttentionCodegen, LaunchDimsCoverQueryTilesAndBatches) {

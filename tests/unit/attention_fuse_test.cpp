@@ -14,6 +14,7 @@
 #include "ir/interpreter.h"
 #include "ir/kernel.h"
 #include "ir/tile_config.h"
+#include "ir/tile_config_attention_wgmma.h"
 #include "ir/parser.h"
 #include "passes/lower.h"
 #include "passes/pass_manager.h"
@@ -295,6 +296,56 @@ TEST(AttentionTile, IllegalConfigsSayWhichRule) {
   c = k.config;
   c.split_k = 16;  // 256 keys: 16 splits of 64-key tiles leave some empty
   EXPECT_TRUE(test::contains(error(c), "leaves an empty split")) << error(c);
+}
+
+TEST(AttentionTile, WgmmaConfigsSayWhichRule) {
+  const ir::Kernel& k = only_attention(lowered(test::composite_attention(DType::f16, {{2}, 256, 256, 128}, false).ir()));
+  const std::vector<ir::TileConfig> wgmma = ir::attention_wgmma_candidates(k);
+  ASSERT_FALSE(wgmma.empty());
+  auto error = [&](ir::TileConfig c) {
+    try {
+      ir::validate(k, c);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const ir::TileConfig base = wgmma[0];
+  EXPECT_EQ(error(base), "no error");
+  ir::TileConfig c = base;
+  c.br = 64;
+  EXPECT_TRUE(test::contains(error(c), "takes br = 128 and warps = 12")) << error(c);
+  c = base;
+  c.bc = 32;
+  EXPECT_TRUE(test::contains(error(c), "bc must be 64, 128 or 192")) << error(c);
+  c = base;
+  c.bc = 192;  // head dim 128: 192 keys' scores and probabilities next to the output spill
+  EXPECT_TRUE(test::contains(error(c), "spill")) << error(c);
+  c = base;
+  c.stages = 1;
+  EXPECT_TRUE(test::contains(error(c), "stages must be 2 to 4")) << error(c);
+  c = base;
+  c.split_k = 2;
+  EXPECT_TRUE(test::contains(error(c), "does not split the keys")) << error(c);
+  {
+    const ir::TargetScope target("sm_90");
+    EXPECT_TRUE(test::contains(error(base), "needs sm_90a")) << error(base);
+  }
+}
+
+// The wgmma schedule runs where a config pins it; the heuristic keeps mma_sync.
+TEST(AttentionTile, WgmmaConfigsExistOnSm90aOnly) {
+  for (int64_t d : {64, 128})
+    for (int64_t s : {7, 1000, 4097}) {
+      const ir::Kernel& k = only_attention(lowered(test::composite_attention(DType::bf16, {{2, 3}, s, s, d}, true).ir()));
+      SCOPED_TRACE(fmt::format("d {} s {}", d, s));
+      EXPECT_EQ(k.config.schedule, ir::kMmaSync) << k.config.str();
+      const std::vector<ir::TileConfig> wgmma = ir::attention_wgmma_candidates(k);
+      EXPECT_EQ(wgmma.size(), d == 64 ? 6u : 4u);
+      for (const ir::TileConfig& c : wgmma) EXPECT_NO_THROW(ir::validate(k, c)) << c.str();
+      const ir::TargetScope target("sm_90");
+      EXPECT_TRUE(ir::attention_wgmma_candidates(k).empty());
+    }
 }
 
 TEST(AttentionTile, DecodingSplitsTheKeysOverBlocks) {

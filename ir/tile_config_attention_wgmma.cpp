@@ -1,0 +1,71 @@
+// The attention kind's wgmma schedule (sm_90a), FlashAttention-3's layout: a block is a
+// producer warpgroup, whose first thread has the copy engine (TMA) load the query tile
+// once and the key and value tiles into `stages` pairs of shared-memory buffers, and two
+// consumer warpgroups of 64 query rows each (br = 128, warps = 12). A consumer holds its
+// scores (bc / 2 registers a thread), their probabilities as A fragments (bc / 4) and its
+// output rows (dv / 2) across the key loop; the rest of the file goes to the producer's
+// share, which setmaxnreg moves to the consumers.
+#include <fmt/format.h>
+
+#include "ir/error.h"
+#include "ir/kernel.h"
+#include "ir/tile_config.h"
+#include "ir/tile_config_attention_wgmma.h"
+
+namespace kiln::ir {
+
+namespace {
+
+// A consumer claims 240 registers; past this many held across the loop ptxas spills.
+constexpr int64_t kMaxHeldRegisters = 176;
+constexpr int kMaxTmaRank = 5;
+
+int64_t held_registers(const Kernel& k, const TileConfig& c) {
+  return c.bc / 2 + c.bc / 4 + k.attention.dv / 2;
+}
+
+}  // namespace
+
+int attention_wgmma_map_rank(const Kernel& k, int arg) {
+  int rank = 2;
+  for (int64_t s : attention_layout(k, arg).batch_strides) rank += s != 0;
+  return rank;
+}
+
+std::string attention_wgmma_unsupported(const Kernel& k) {
+  if (target_sm() < 90 || !target_arch_specific())
+    return fmt::format("schedule wgmma needs sm_90a; the target is {}", target_arch());
+  const AttentionCore& a = k.attention;
+  for (auto [role, arg] : {std::pair{"q", a.q}, std::pair{"k", a.k}, std::pair{"v", a.v}})
+    if (attention_wgmma_map_rank(k, arg) > kMaxTmaRank)
+      return fmt::format("%{} ({}) varies along {} batch dims; a tensor map holds at most {}", role,
+                         k.args.at(static_cast<size_t>(arg)).name, attention_wgmma_map_rank(k, arg) - 2,
+                         kMaxTmaRank - 2);
+  return "";
+}
+
+int64_t attention_wgmma_shared_bytes(const Kernel& k, const TileConfig& c) {
+  const AttentionCore& a = k.attention;
+  const int64_t esize = dtype_bytes(a.dtype);
+  // 1024 bytes to align the swizzled tiles, then the barriers: the query tile's, and a
+  // full and an empty one per key and value buffer.
+  return 1024 + (int64_t{c.br} * a.d + int64_t{c.stages} * c.bc * (a.d + a.dv)) * esize + 8 * (1 + 4 * c.stages);
+}
+
+void validate_attention_wgmma(const Kernel& k, const TileConfig& c) {
+  auto fail = [&](const std::string& rule) {
+    throw Error(fmt::format("kernel @{}: tile config {}: {}", k.name, c.str(), rule));
+  };
+  if (std::string why = attention_wgmma_unsupported(k); !why.empty()) fail(why);
+  if (c.br != kAttentionWgmmaRows || c.warps != kAttentionWgmmaWarps)
+    fail(fmt::format("schedule wgmma takes br = {} and warps = {} (a producer warpgroup and two consumers of 64 rows)",
+                     kAttentionWgmmaRows, kAttentionWgmmaWarps));
+  if (c.bc != 64 && c.bc != 128 && c.bc != 192) fail("bc must be 64, 128 or 192 under schedule wgmma");
+  if (c.stages < 2 || c.stages > 4) fail("stages must be 2 to 4 under schedule wgmma");
+  if (c.split_k > 1) fail("schedule wgmma does not split the keys (decoding runs on mma_sync)");
+  if (held_registers(k, c) > kMaxHeldRegisters)
+    fail(fmt::format("each consumer thread would hold {} score, probability and output registers; more than {} spill",
+                     held_registers(k, c), kMaxHeldRegisters));
+}
+
+}  // namespace kiln::ir

@@ -1,0 +1,32 @@
+// The attention kind's wgmma schedule rules (ir/tile_config_attention_wgmma.cpp), used by
+// the attention rules and the wgmma attention emitter.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/tile_config.h"
+
+namespace kiln::ir {
+
+struct Kernel;
+
+// A block: a producer warpgroup and two consumer warpgroups of 64 query rows.
+inline constexpr int kAttentionWgmmaRows = 128;
+inline constexpr int kAttentionWgmmaWarps = 12;
+
+// Why the wgmma schedule cannot run the kernel (the target, an operand a tensor map
+// cannot describe); empty when it can.
+std::string attention_wgmma_unsupported(const Kernel& k);
+// The rank of the tensor map of q, k or v: the head dim, the sequence and the batch
+// dims along which the operand varies.
+int attention_wgmma_map_rank(const Kernel& k, int arg);
+void validate_attention_wgmma(const Kernel& k, const TileConfig& c);
+// The legal wgmma configs of `k` (bc 64, 128 or 192; two or three stages). The schedule
+// runs where a config pins it (the IR's `tile {schedule = wgmma, ...}` or a tuning
+// record); the heuristic and the tuner's sweep keep mma_sync until it has been measured
+// against it on the GPU.
+std::vector<TileConfig> attention_wgmma_candidates(const Kernel& k);
+int64_t attention_wgmma_shared_bytes(const Kernel& k, const TileConfig& c);
+
+}  // namespace kiln::ir

@@ -1,0 +1,193 @@
+// The attention kind's wgmma schedule (FlashAttention-3's layout, sm_90a) on the GPU,
+// pinned by config on the graph's kernel block: every wgmma config on odd lengths, both
+// head dims, f16 and bf16, causal or not, Sq != Skv, grouped-query attention, a band
+// mask, an additive bias and fully masked rows, each against the reference interpreter;
+// and a long causal prompt on sampled rows.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <sstream>
+
+#include "../unit/attention_test_graphs.h"
+#include "frontend/kiln.h"
+#include "gpu_test_util.h"
+#include "ir/compare.h"
+#include "ir/interpreter.h"
+#include "ir/printer.h"
+#include "ir/tile_config_attention_wgmma.h"
+#include "passes/pass_manager.h"
+#include "runtime/program.h"
+
+namespace kiln {
+namespace {
+
+using test::AttentionShape;
+using test::Mask;
+
+// The graph fused (its one attention kernel block not yet tiled) and that block's index.
+struct Fused {
+  ir::Graph graph;
+  int attention = -1;
+};
+
+Fused fuse(const kiln::Graph& graph) {
+  Fused f{graph.ir().clone(), -1};
+  std::ostringstream quiet;
+  passes::PassManager("decompose,simplify,cse,dce,online-softmax,welford,fuse", {}, quiet).run(f.graph);
+  for (int i = 0; i < static_cast<int>(f.graph.groups().size()); ++i)
+    if (f.graph.groups()[i].kind == "attention") f.attention = i;
+  return f;
+}
+
+runtime::ProgramOptions lowering_only() {
+  runtime::ProgramOptions options;
+  options.pipeline = "";  // lowering keeps the pinned block's config; any other block gets the heuristic's
+  return options;
+}
+
+// The wgmma configs of the graph's attention kernel on this GPU (none unless sm_90a).
+std::vector<ir::TileConfig> wgmma_configs(Fused& f) {
+  const runtime::Program p = runtime::Program::compile(f.graph, lowering_only());
+  const ir::TargetScope target(p.arch());
+  for (const runtime::CompiledKernel& k : p.kernels())
+    if (k.kernel.kind == ir::KernelKind::Attention) return ir::attention_wgmma_candidates(k.kernel);
+  return {};
+}
+
+// Runs `graph` with each wgmma config pinned (every `stride`-th, or all) on random inputs
+// against the reference; a row of `zero_row` (if >= 0) must come out zeros and is left
+// out of the comparison (the primitives' reference gives NaN for a row that sees no key).
+void expect_every_wgmma_config_matches(const kiln::Graph& graph, int64_t zero_row = -1) {
+  Fused f = fuse(graph);
+  ASSERT_GE(f.attention, 0) << ir::print(f.graph);
+  const std::vector<ir::TileConfig> configs = wgmma_configs(f);
+  ASSERT_FALSE(configs.empty()) << "no wgmma config on this GPU (it needs sm_90a)";
+  const std::vector<HostTensor> inputs = ir::random_inputs(graph.ir(), 11);
+  HostTensor want = ir::evaluate(graph.ir(), inputs)[0];
+  const Shape& shape = want.type.shape;
+  const int64_t rows = shape[shape.size() - 2], d = shape.back(), batch = want.numel() / (rows * d);
+  for (const ir::TileConfig& c : configs) {
+    SCOPED_TRACE(c.str());
+    f.graph.group(f.attention).tile = c.to_attrs();
+    runtime::Program p = runtime::Program::compile(f.graph, lowering_only());
+    bool pinned = false;
+    for (const runtime::CompiledKernel& k : p.kernels()) pinned = pinned || k.kernel.config == c;
+    ASSERT_TRUE(pinned);
+    HostTensor got = p.run(inputs)[0];
+    HostTensor expected = want;
+    if (zero_row >= 0) {
+      int nonzero = 0;
+      for (int64_t b = 0; b < batch; ++b)
+        for (int64_t col = 0; col < d; ++col) {
+          const size_t at = static_cast<size_t>((b * rows + zero_row) * d + col);
+          nonzero += got.values[at] != 0.0;
+          got.values[at] = expected.values[at] = 0.0;
+        }
+      EXPECT_EQ(nonzero, 0);
+    }
+    Comparison cmp = compare(got, expected, rel_l2_bound_for(*graph.ir().outputs()[0]));
+    EXPECT_TRUE(cmp.passed) << cmp.str();
+  }
+}
+
+TEST(AttentionWgmmaGpu, OddLengthsBothHeadDimsAndDtypesCausalOrNot) {
+  KILN_REQUIRE_GPU();
+  for (DType dt : {DType::f16, DType::bf16})
+    for (int64_t d : {64, 128})
+      for (bool causal : {false, true})
+        for (int64_t s : {7, 300}) {
+          SCOPED_TRACE(fmt::format("{} d {} causal {} s {}", dtype_name(dt), d, causal, s));
+          expect_every_wgmma_config_matches(test::composite_attention(dt, {{2, 3}, s, s, d}, causal));
+        }
+}
+
+TEST(AttentionWgmmaGpu, LongerThanTheStagesGoRound) {
+  KILN_REQUIRE_GPU();
+  // 4097 keys: 33 tiles of 128 (the last of one key), round 2 or 3 buffers many times.
+  for (bool causal : {false, true}) {
+    SCOPED_TRACE(fmt::format("causal {}", causal));
+    expect_every_wgmma_config_matches(test::composite_attention(DType::f16, {{1, 2}, 1000, 4097, 128}, causal));
+    expect_every_wgmma_config_matches(test::composite_attention(DType::bf16, {{1, 2}, 4097, 1000, 64}, causal));
+  }
+}
+
+TEST(AttentionWgmmaGpu, QueriesAndKeysOfDifferentLengthsAndGroupedQueries) {
+  KILN_REQUIRE_GPU();
+  for (bool causal : {false, true}) {
+    SCOPED_TRACE(fmt::format("causal {}", causal));
+    expect_every_wgmma_config_matches(test::composite_attention(DType::f16, {{2, 2}, 129, 1000, 64}, causal));
+    expect_every_wgmma_config_matches(test::composite_attention(DType::f16, {{2, 2}, 1000, 129, 128}, causal));
+    // 2 batches, 2 key heads, 4 query heads a key head: k and v read through rank-4 maps.
+    expect_every_wgmma_config_matches(test::composite_attention(DType::bf16, {{2, 2, 4}, 333, 200, 128, {2, 2, 1}}, causal));
+  }
+}
+
+TEST(AttentionWgmmaGpu, MasksBiasAndFullyMaskedRows) {
+  KILN_REQUIRE_GPU();
+  for (int64_t d : {64, 128}) {
+    SCOPED_TRACE(fmt::format("d {}", d));
+    expect_every_wgmma_config_matches(test::hand_written_attention(DType::f16, {{2, 2}, 517, 517, d}, Mask::Band));
+    expect_every_wgmma_config_matches(test::hand_written_attention(DType::f16, {{3}, 130, 201, d}, Mask::Band, 40));
+    expect_every_wgmma_config_matches(test::hand_written_attention(DType::bf16, {{2, 2}, 300, 301, d}, Mask::Bias));
+    expect_every_wgmma_config_matches(test::hand_written_attention(DType::f16, {{2, 3}, 150, 150, d}, Mask::Empty), 0);
+  }
+}
+
+// softmax(scale q k^T) v for query row i of batch entry b, in double.
+std::vector<double> reference_row(const std::vector<HostTensor>& in, const AttentionShape& s, int64_t b, int64_t i,
+                                  bool causal) {
+  const double scale = 1.0 / std::sqrt(static_cast<double>(s.d));
+  const double* q = in[0].values.data() + (b * s.sq + i) * s.d;
+  const double* k = in[1].values.data() + b * s.skv * s.d;
+  const double* v = in[2].values.data() + b * s.skv * s.d;
+  const int64_t seen = causal ? std::min(i + 1, s.skv) : s.skv;
+  std::vector<double> p(static_cast<size_t>(seen)), out(static_cast<size_t>(s.d), 0.0);
+  double mx = -INFINITY, sum = 0;
+  for (int64_t j = 0; j < seen; ++j) {
+    double dot = 0;
+    for (int64_t c = 0; c < s.d; ++c) dot += q[c] * k[j * s.d + c];
+    p[static_cast<size_t>(j)] = scale * dot;
+    mx = std::max(mx, p[static_cast<size_t>(j)]);
+  }
+  for (int64_t j = 0; j < seen; ++j) sum += (p[static_cast<size_t>(j)] = std::exp(p[static_cast<size_t>(j)] - mx));
+  for (int64_t j = 0; j < seen; ++j)
+    for (int64_t c = 0; c < s.d; ++c) out[static_cast<size_t>(c)] += p[static_cast<size_t>(j)] / sum * v[j * s.d + c];
+  return out;
+}
+
+TEST(AttentionWgmmaGpu, LongPromptsOnSampledRows) {
+  KILN_REQUIRE_GPU();
+  for (bool causal : {false, true})
+    for (DType dt : {DType::f16, DType::bf16}) {
+      SCOPED_TRACE(fmt::format("{} causal {}", dtype_name(dt), causal));
+      const AttentionShape s{{4, 16}, 4096, 4096, 128};
+      kiln::Graph graph = test::composite_attention(dt, s, causal);
+      Fused f = fuse(graph);
+      const std::vector<ir::TileConfig> configs = wgmma_configs(f);
+      ASSERT_FALSE(configs.empty());
+      f.graph.group(f.attention).tile = configs[0].to_attrs();
+      runtime::Program p = runtime::Program::compile(f.graph, lowering_only());
+      const std::vector<HostTensor> inputs = ir::random_inputs(graph.ir(), 5);
+      const HostTensor got = p.run(inputs)[0];
+      std::mt19937_64 rng(17);
+      double diff2 = 0, ref2 = 0;
+      int nonfinite = 0;
+      for (int n = 0; n < 200; ++n) {
+        const int64_t b = static_cast<int64_t>(rng() % 64);
+        const int64_t i = n < 4 ? (n % 2 ? s.sq - 1 : 0) : static_cast<int64_t>(rng() % static_cast<uint64_t>(s.sq));
+        const std::vector<double> want = reference_row(inputs, s, b, i, causal);
+        for (int64_t c = 0; c < s.d; ++c) {
+          const double have = got.values[static_cast<size_t>((b * s.sq + i) * s.d + c)];
+          nonfinite += !std::isfinite(have);
+          diff2 += (have - want[static_cast<size_t>(c)]) * (have - want[static_cast<size_t>(c)]);
+          ref2 += want[static_cast<size_t>(c)] * want[static_cast<size_t>(c)];
+        }
+      }
+      EXPECT_EQ(nonfinite, 0);
+      EXPECT_LT(std::sqrt(diff2 / ref2), default_rel_l2_bound(dt));
+    }
+}
+
+}  // namespace
+}  // namespace kiln
