@@ -266,12 +266,7 @@ __device__ int $NAME_tickets[$TICKETS];
 std::string header(const ir::Kernel& k) {
   const ir::AttentionCore& a = k.attention;
   const ir::TileConfig& c = k.config;
-  std::string s = fmt::format("\n// ---- kernel {}: attention {}{} queries x {} keys, head dim {}, {} products, fp32 "
-                              "softmax{} ----\n",
-                              k.name, a.batch.empty() ? "" : "batch " + shape_str(a.batch) + " of ", a.sq, a.skv, a.d,
-                              dtype_name(a.dtype), a.causal ? ", causal" : "");
-  s += "// Fuses:\n";
-  for (const std::string& line : k.fused_nodes) s += "//   " + line + "\n";
+  std::string s = attention_header_title(k);
   s += "// Config " + c.str() + ":\n";
   s += fmt::format("//   a block owns {} query rows of one batch entry: {} warps x 16 rows, Q in registers as A "
                    "fragments\n",

@@ -81,6 +81,17 @@ std::string attention_fill(std::string text, const std::map<std::string, std::st
   return text;
 }
 
+std::string attention_header_title(const ir::Kernel& k) {
+  const ir::AttentionCore& a = k.attention;
+  std::string s = fmt::format("\n// ---- kernel {}: attention {}{} queries x {} keys, head dim {}, {} products, fp32 "
+                              "softmax{} ----\n",
+                              k.name, a.batch.empty() ? "" : "batch " + shape_str(a.batch) + " of ", a.sq, a.skv, a.d,
+                              dtype_name(a.dtype), a.causal ? ", causal" : "");
+  s += "// Fuses:\n";
+  for (const std::string& line : k.fused_nodes) s += "//   " + line + "\n";
+  return s;
+}
+
 std::string attention_float_literal(double v) { return fmt::format("{:.9g}f", v); }
 
 std::string attention_score_loop(const ir::Kernel& k, const std::vector<std::string>& params, int bc,

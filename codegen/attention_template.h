@@ -16,6 +16,9 @@ inline constexpr double kAttentionLog2e = 1.4426950408889634;
 // is not read as $Q followed by _BYTES). Throws kiln::Error if a $ is left.
 std::string attention_fill(std::string text, const std::map<std::string, std::string>& values);
 
+// The kernel header's first lines: its shapes and dtype, and the graph ops it fuses.
+std::string attention_header_title(const ir::Kernel& k);
+
 // A float literal: "0.0883883476f".
 std::string attention_float_literal(double v);
 

@@ -328,12 +328,7 @@ public:
 
 private:
   std::string header() const {
-    std::string s = fmt::format(
-        "\n// ---- kernel {}: attention {}{} queries x {} keys, head dim {}, {} products, fp32 softmax{} ----\n",
-        k_.name, a_.batch.empty() ? "" : "batch " + shape_str(a_.batch) + " of ", a_.sq, a_.skv, a_.d,
-        dtype_name(a_.dtype), a_.causal ? ", causal" : "");
-    s += "// Fuses:\n";
-    for (const std::string& line : k_.fused_nodes) s += "//   " + line + "\n";
+    std::string s = attention_header_title(k_);
     s += "// Config " + c_.str() + " (FlashAttention-3's schedule):\n";
     s += fmt::format("//   a block owns {} query rows of one batch entry: a producer warpgroup (TMA) and two consumer "
                      "warpgroups of 64 rows, {} bytes of shared memory\n",
