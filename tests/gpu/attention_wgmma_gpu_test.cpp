@@ -11,6 +11,7 @@
 
 #include "../unit/attention_test_graphs.h"
 #include "frontend/kiln.h"
+#include "attention_reference_row.h"
 #include "gpu_test_util.h"
 #include "ir/compare.h"
 #include "ir/interpreter.h"
@@ -134,28 +135,6 @@ TEST(AttentionWgmmaGpu, MasksBiasAndFullyMaskedRows) {
   }
 }
 
-// softmax(scale q k^T) v for query row i of batch entry b, in double.
-std::vector<double> reference_row(const std::vector<HostTensor>& in, const AttentionShape& s, int64_t b, int64_t i,
-                                  bool causal) {
-  const double scale = 1.0 / std::sqrt(static_cast<double>(s.d));
-  const double* q = in[0].values.data() + (b * s.sq + i) * s.d;
-  const double* k = in[1].values.data() + b * s.skv * s.d;
-  const double* v = in[2].values.data() + b * s.skv * s.d;
-  const int64_t seen = causal ? std::min(i + 1, s.skv) : s.skv;
-  std::vector<double> p(static_cast<size_t>(seen)), out(static_cast<size_t>(s.d), 0.0);
-  double mx = -INFINITY, sum = 0;
-  for (int64_t j = 0; j < seen; ++j) {
-    double dot = 0;
-    for (int64_t c = 0; c < s.d; ++c) dot += q[c] * k[j * s.d + c];
-    p[static_cast<size_t>(j)] = scale * dot;
-    mx = std::max(mx, p[static_cast<size_t>(j)]);
-  }
-  for (int64_t j = 0; j < seen; ++j) sum += (p[static_cast<size_t>(j)] = std::exp(p[static_cast<size_t>(j)] - mx));
-  for (int64_t j = 0; j < seen; ++j)
-    for (int64_t c = 0; c < s.d; ++c) out[static_cast<size_t>(c)] += p[static_cast<size_t>(j)] / sum * v[j * s.d + c];
-  return out;
-}
-
 TEST(AttentionWgmmaGpu, LongPromptsOnSampledRows) {
   KILN_REQUIRE_GPU();
   for (bool causal : {false, true})
@@ -176,7 +155,7 @@ TEST(AttentionWgmmaGpu, LongPromptsOnSampledRows) {
       for (int n = 0; n < 200; ++n) {
         const int64_t b = static_cast<int64_t>(rng() % 64);
         const int64_t i = n < 4 ? (n % 2 ? s.sq - 1 : 0) : static_cast<int64_t>(rng() % static_cast<uint64_t>(s.sq));
-        const std::vector<double> want = reference_row(inputs, s, b, i, causal);
+        const std::vector<double> want = gpu_test::reference_row(inputs, s, b, i, causal);
         for (int64_t c = 0; c < s.d; ++c) {
           const double have = got.values[static_cast<size_t>((b * s.sq + i) * s.d + c)];
           nonfinite += !std::isfinite(have);
