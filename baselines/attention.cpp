@@ -40,24 +40,8 @@ constexpr int ROW_BYTES = D * 2;
 constexpr int Q_BYTES = BR * ROW_BYTES, KV_BYTES = BC * ROW_BYTES;
 constexpr int SHARED_BYTES = Q_BYTES + 4 * KV_BYTES;  // Q, then K and V of two stages
 
-__forceinline__ unsigned smem_address(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
 // Byte offset of chunk c of row r in a swizzled tile.
 __forceinline__ unsigned at(int r, int c) { return (unsigned)(r * ROW_BYTES + ((c ^ (r & 7)) << 4)); }
-
-__forceinline__ void copy16(unsigned dst, const void* src, unsigned bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes));
-}
-__forceinline__ void commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N> __forceinline__ void wait_groups() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
-
-__forceinline__ void ldsm_x4(unsigned (&r)[4], unsigned addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
-}
-__forceinline__ void ldsm_x4_t(unsigned (&r)[4], unsigned addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
-}
 
 // d += a b on one m16n8k16 tile, fp32 sums.
 __forceinline__ void mma(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
@@ -90,14 +74,14 @@ template <int ROWS> __forceinline__ void load_tile(unsigned tile, const E* src, 
   for (int i = 0; i < ROWS * CHUNKS / THREADS; ++i) {
     const int c = (int)threadIdx.x + i * THREADS, r = c / CHUNKS, chunk = c % CHUNKS;
     const bool inside = row0 + r < rows;
-    copy16(tile + at(r, chunk), src + (inside ? (i64)(row0 + r) * D + chunk * 8 : 0), inside ? 16u : 0u);
+    cp_async_16(tile + at(r, chunk), src + (inside ? (i64)(row0 + r) * D + chunk * 8 : 0), inside ? 16u : 0u);
   }
 }
 
 __device__ __forceinline__ void forward(const E* __restrict__ q, const E* __restrict__ k, const E* __restrict__ v,
                                         E* __restrict__ o) {
   extern __shared__ __align__(128) unsigned char shared[];
-  const unsigned base = smem_address(shared);
+  const unsigned base = shared_address(shared);
   const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;  // mma fragment coordinates: row g (and g + 8), columns 2t, 2t + 1
   const int q0 = (CAUSAL ? (int)(gridDim.x - 1 - blockIdx.x) : (int)blockIdx.x) * BR;
@@ -111,7 +95,7 @@ __device__ __forceinline__ void forward(const E* __restrict__ q, const E* __rest
   load_tile<BR>(base, qh, q0, SQ);
   load_tile<BC>(base + Q_BYTES, kh, 0, SKV);
   load_tile<BC>(base + Q_BYTES + KV_BYTES, vh, 0, SKV);
-  commit();
+  cp_async_commit();
 
   float acc[2][D / 8][4];  // the warp's 32 output rows: two m16 tiles of D / 8 n8 tiles
 #pragma unroll
@@ -147,8 +131,8 @@ __device__ __forceinline__ void forward(const E* __restrict__ q, const E* __rest
       load_tile<BC>(next, kh, (kt + 1) * BC, SKV);
       load_tile<BC>(next + KV_BYTES, vh, (kt + 1) * BC, SKV);
     }
-    commit();
-    wait_groups<1>();
+    cp_async_commit();
+    cp_async_wait<1>();
     __syncthreads();
     const unsigned ks = base + Q_BYTES + (kt & 1) * 2 * KV_BYTES, vs = ks + KV_BYTES;
     const int kv0 = kt * BC;
@@ -164,10 +148,10 @@ __device__ __forceinline__ void forward(const E* __restrict__ q, const E* __rest
     unsigned a[2][2][4], b[2][BC / 16][4];  // [buffer][m16 tile or 16 keys][fragment]
     auto load_s_fragments = [&](int kk, int buf) {
 #pragma unroll
-      for (int mi = 0; mi < 2; ++mi) ldsm_x4(a[buf][mi], base + q_frag[kk % 4] + (warp * 32 + mi * 16) * ROW_BYTES + (kk / 4) * 128);
+      for (int mi = 0; mi < 2; ++mi) ldmatrix_x4(a[buf][mi], base + q_frag[kk % 4] + (warp * 32 + mi * 16) * ROW_BYTES + (kk / 4) * 128);
 #pragma unroll
       for (int nj = 0; nj < BC / 16; ++nj)  // keys nj * 16 + 0..7 (b[0], b[1]) and 8..15 (b[2], b[3])
-        ldsm_x4(b[buf][nj], ks + k_frag[kk % 4] + nj * 16 * ROW_BYTES + (kk / 4) * 128);
+        ldmatrix_x4(b[buf][nj], ks + k_frag[kk % 4] + nj * 16 * ROW_BYTES + (kk / 4) * 128);
     };
     load_s_fragments(0, 0);
 #pragma unroll
@@ -235,10 +219,10 @@ __device__ __forceinline__ void forward(const E* __restrict__ q, const E* __rest
       // V's fragments for D columns dj * 16 + 0..7 (v[.][0], v[.][1]) and 8..15 at these 16
       // keys, one step ahead of their products.
       unsigned vf[2][4];
-      ldsm_x4_t(vf[0], vs + v_frag[0] + kk * 16 * ROW_BYTES);
+      ldmatrix_x4_trans(vf[0], vs + v_frag[0] + kk * 16 * ROW_BYTES);
 #pragma unroll
       for (int dj = 0; dj < D / 16; ++dj) {
-        if (dj + 1 < D / 16) ldsm_x4_t(vf[(dj + 1) % 2], vs + v_frag[(dj + 1) % 4] + kk * 16 * ROW_BYTES + ((dj + 1) / 4) * 128);
+        if (dj + 1 < D / 16) ldmatrix_x4_trans(vf[(dj + 1) % 2], vs + v_frag[(dj + 1) % 4] + kk * 16 * ROW_BYTES + ((dj + 1) / 4) * 128);
 #pragma unroll
         for (int mi = 0; mi < 2; ++mi) {
           mma(acc[mi][2 * dj], p[mi], vf[dj % 2][0], vf[dj % 2][1]);
@@ -248,7 +232,7 @@ __device__ __forceinline__ void forward(const E* __restrict__ q, const E* __rest
     }
     __syncthreads();  // every warp is done with this stage before the next tile's copies land in it
   }
-  wait_groups<0>();
+  cp_async_wait<0>();
 
   // o / sum into this warp's 32 rows of the Q tile (only it reads them), then out.
 #pragma unroll
@@ -313,7 +297,7 @@ Baseline attention_baseline(const std::string& name, const std::string& op) {
     k.config = fmt::format("{{FlashAttention-2: 128 query rows of 4 warps x 32, {} keys a tile, 2 cp.async stages, "
                            "mma.sync m16n8k16{}}}",
                            key_tile(p), causal ? ", causal" : "");
-    k.source = std::string(kCommonCuda) +
+    k.source = std::string(kCommonCuda) + kTensorCoreCuda +
                fmt::format("\n// {name} {e}: {bh} heads of {sq} queries x {skv} keys, head dim {d}{causal_note}.\n"
                            "typedef {e} E;\nconstexpr bool BF16 = {bf16};\n"
                            "constexpr int D = {d}, BC = {bc}, SQ = {sq}, SKV = {skv}, GROUP = {group};\n"

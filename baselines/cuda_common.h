@@ -15,6 +15,11 @@ namespace kiln::baselines {
 // partial warp, or whole warps then shared memory).
 extern const char* const kCommonCuda;
 
+// CUDA source for the Tensor Core baselines, after kCommonCuda: shared-memory addresses,
+// 16-byte cp.async copies (bytes past `bytes` zero-filled), their groups, and ldmatrix
+// (volatile with a memory clobber, so that they stay between the barriers that guard them).
+extern const char* const kTensorCoreCuda;
+
 // "__half" for f16, "__nv_bfloat16" for bf16, "float" for f32; throws kiln::Error for other dtypes.
 std::string cuda_type(DType t);
 // Elements in one 16-byte access: 8 for f16, 4 for f32.

@@ -51,25 +51,6 @@ constexpr int STAGE_BYTES = A_BYTES + BK * BN * 2;  // + one stage of B: 24 KB
 constexpr int C_ROW = BN + 8;                  // a staged output row, in elements (16 B pad)
 constexpr int SHARED_BYTES = STAGES * STAGE_BYTES > BM * C_ROW * 2 ? STAGES * STAGE_BYTES : BM * C_ROW * 2;
 
-__forceinline__ unsigned shared_address(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
-
-__forceinline__ void cp_async_16(unsigned dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
-}
-__forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-// Waits until at most N of this thread's committed groups are still in flight.
-template <int N> __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
-
-// Volatile (with a memory clobber), so that they stay between the barriers that guard them.
-__forceinline__ void ldmatrix_x4(unsigned (&r)[4], unsigned addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
-}
-__forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], unsigned addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
-}
-
 // d += a @ b on one m16n8k16 tile.
 template <typename E> __forceinline__ void mma(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]);
 template <> __forceinline__ void mma<__half>(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
@@ -308,7 +289,7 @@ Baseline gemm_baseline(const std::string& name, const std::string& op, bool bias
     k.name = name;
     k.config = fmt::format("{{block {}x{}x{}, 8 warps of 64x64, mma.sync m16n8k16, {} cp.async stages, group {}{}}}",
                            kBlockM, kBlockN, kBlockK, kStages, kGroupM, bias_gelu ? ", bias + gelu_tanh epilogue" : "");
-    k.source = std::string(kCommonCuda) + kGemmCuda +
+    k.source = std::string(kCommonCuda) + kTensorCoreCuda + kGemmCuda +
                fmt::format("\n// {name} {e}: M x N x K = {m}x{n}x{k}, batch {batch}.\n"
                            "static_assert(gemm::BM == {bm} && gemm::BN == {bn} && gemm::BK == {bk} && "
                            "gemm::THREADS == {threads} && gemm::SHARED_BYTES == {shared}, \"the launch's geometry\");\n"
