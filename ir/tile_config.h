@@ -102,6 +102,8 @@ std::string_view gemm_schedule_name(int schedule);  // "mma_sync", "simt", "wgmm
 void validate_attention(const Kernel& k, const TileConfig& config);
 std::vector<TileConfig> attention_candidates(const Kernel& k);
 TileConfig attention_heuristic(const Kernel& k);
+// The mma_sync schedule's pick, the heuristic's everywhere but prompts on sm_90a.
+TileConfig attention_mma_sync_heuristic(const Kernel& k);
 // Why no attention config fits the kernel (an unsupported head dim or layout); empty
 // when one does. The fuse pass keeps the graph's other kernels where this is not empty.
 std::string attention_unsupported(const Kernel& k);

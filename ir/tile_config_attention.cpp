@@ -13,7 +13,8 @@
 // splits in split order (the same bits every run).
 //
 // On sm_90a a config may also name schedule wgmma (FlashAttention-3's layout; its rules
-// are in tile_config_attention_wgmma.cpp).
+// are in tile_config_attention_wgmma.cpp): the heuristic takes it for prompts of more
+// than 64 query rows and the sweep tries its configs first.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -39,6 +40,9 @@ constexpr int kDecodeRows = 64;
 // past this, with addresses and the softmax's row state, ptxas spills.
 constexpr int64_t kMaxHeldRegisters = 168;
 constexpr int64_t kMaxWorkspaceFloats = int64_t{1} << 24;  // 64 MiB of split partials
+// Fewer query rows than this leave most of the wgmma schedule's 128-row tile idle; they
+// run on mma_sync's 64-row tiles (or split the keys when decoding).
+constexpr int64_t kWgmmaMinRows = 64;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -199,6 +203,7 @@ std::vector<TileConfig> attention_wgmma_candidates(const Kernel& k) {
 
 std::vector<TileConfig> attention_candidates(const Kernel& k) {
   std::vector<TileConfig> out;
+  if (k.attention.sq > kWgmmaMinRows) out = attention_wgmma_candidates(k);
   for (int br : {128, 64})
     for (int bc : {128, 64, 32})
       for (int stages : {2, 3, 1})
@@ -213,12 +218,21 @@ std::vector<TileConfig> attention_candidates(const Kernel& k) {
   return out;
 }
 
+// On sm_90a, prompts run FlashAttention-3's schedule at its first legal config (128 keys
+// a tile, two stages): on an H100 at 4096 tokens and head dim 128 it ran ahead of
+// cuDNN (bench/NOTES.md).
+TileConfig attention_heuristic(const Kernel& k) {
+  if (k.attention.sq > kWgmmaMinRows)
+    if (std::vector<TileConfig> wgmma = attention_wgmma_candidates(k); !wgmma.empty()) return wgmma.front();
+  return attention_mma_sync_heuristic(k);
+}
+
 // 128 query rows (8 warps) with two stages of keys, as many keys a tile as the
 // registers allow (128 at head dim 64, 64 at 128). Each block reads all of K and V
 // through L2 for its rows, so 128 rows halve that traffic against 64 (at 4096 tokens
 // and head dim 128, 64-row blocks would move about 4.7 TB/s through L2 at FA2's rate);
 // 64 rows when 128-row blocks would not give every SM two blocks.
-TileConfig attention_heuristic(const Kernel& k) {
+TileConfig attention_mma_sync_heuristic(const Kernel& k) {
   if (std::string why = attention_unsupported(k); !why.empty())
     throw Error(fmt::format("kernel @{}: no attention config: {}", k.name, why));
   const int64_t batch = attention_batch_count(k.attention);

@@ -22,10 +22,8 @@ std::string attention_wgmma_unsupported(const Kernel& k);
 // dims along which the operand varies.
 int attention_wgmma_map_rank(const Kernel& k, int arg);
 void validate_attention_wgmma(const Kernel& k, const TileConfig& c);
-// The legal wgmma configs of `k` (bc 64, 128 or 192; two or three stages). The schedule
-// runs where a config pins it (the IR's `tile {schedule = wgmma, ...}` or a tuning
-// record); the heuristic and the tuner's sweep keep mma_sync until it has been measured
-// against it on the GPU.
+// The legal wgmma configs of `k` (bc 128, 64 or 192; two or three stages), the
+// heuristic's first; none off sm_90a.
 std::vector<TileConfig> attention_wgmma_candidates(const Kernel& k);
 int64_t attention_wgmma_shared_bytes(const Kernel& k, const TileConfig& c);
 

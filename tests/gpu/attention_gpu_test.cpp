@@ -2,7 +2,9 @@
 // odd lengths (1, 7, 1000, 4097), head dims 64 and 128, f16 and bf16, causal or not,
 // Sq != Skv, grouped-query attention, masks written with iota / compare / select, an
 // additive bias, fully masked rows (zeros), every candidate config through the tuner's
-// check, and a large case checked on sampled rows.
+// check, and a large case checked on sampled rows. On an sm_90a GPU every check runs
+// twice: at the GPU's arch (prompts take the wgmma schedule) and compiled for sm_90,
+// which keeps them on the mma_sync schedule (its kernels run on any Hopper GPU).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -18,6 +20,7 @@
 #include "ir/printer.h"
 #include "ir/tile_config.h"
 #include "runtime/autotuner.h"
+#include "runtime/nvrtc.h"
 #include "runtime/program.h"
 
 namespace kiln {
@@ -26,8 +29,16 @@ namespace {
 using test::AttentionShape;
 using test::Mask;
 
-runtime::Program compile_one_attention_kernel(const ir::Graph& g, bool one_kernel = true) {
-  runtime::Program p = runtime::Program::compile(g);
+// The archs each check compiles for: the GPU's, and on sm_90a also sm_90 (mma_sync).
+std::vector<std::string> archs_to_check() {
+  if (runtime::default_arch() == "sm_90a") return {"", "sm_90"};
+  return {""};
+}
+
+runtime::Program compile_one_attention_kernel(const ir::Graph& g, bool one_kernel = true, const std::string& arch = {}) {
+  runtime::ProgramOptions options;
+  options.arch = arch;
+  runtime::Program p = runtime::Program::compile(g, options);
   if (!one_kernel) return p;
   EXPECT_EQ(p.plan().kernels.size(), 1u);
   EXPECT_EQ(p.plan().kernels.at(0).kind, ir::KernelKind::Attention) << ir::print(p.plan().kernels.at(0));
@@ -36,14 +47,17 @@ runtime::Program compile_one_attention_kernel(const ir::Graph& g, bool one_kerne
 
 // Runs `g` (one attention kernel, unless `one_kernel` is false) on random inputs against
 // the reference interpreter.
+// the reference interpreter, at each arch of archs_to_check().
 void expect_matches_reference(const kiln::Graph& graph, uint64_t seed = 7, bool one_kernel = true) {
   const ir::Graph& g = graph.ir();
-  runtime::Program p = compile_one_attention_kernel(g, one_kernel);
   std::vector<HostTensor> inputs = ir::random_inputs(g, seed);
   HostTensor want = ir::evaluate(g, inputs)[0];
-  HostTensor got = p.run(inputs)[0];
-  Comparison c = compare(got, want, rel_l2_bound_for(*g.outputs()[0]));
-  EXPECT_TRUE(c.passed) << c.str() << "\n" << ir::print(p.plan().kernels.at(0));
+  for (const std::string& arch : archs_to_check()) {
+    runtime::Program p = compile_one_attention_kernel(g, one_kernel, arch);
+    HostTensor got = p.run(inputs)[0];
+    Comparison c = compare(got, want, rel_l2_bound_for(*g.outputs()[0]));
+    EXPECT_TRUE(c.passed) << p.arch() << ": " << c.str() << "\n" << ir::print(p.plan().kernels.at(0));
+  }
 }
 
 // Found by kiln-difftest: an f32 attention of head dim 1 runs as two gemms, and its
@@ -155,20 +169,24 @@ TEST(AttentionGpu, FullyMaskedRowsGiveZeros) {
     const AttentionShape s{{2, 3}, 150, 150, d};
     kiln::Graph graph = test::hand_written_attention(DType::f16, s, Mask::Empty);
     const ir::Graph& g = graph.ir();
-    runtime::Program p = compile_one_attention_kernel(g);
     std::vector<HostTensor> inputs = ir::random_inputs(g, 3);
-    HostTensor want = ir::evaluate(g, inputs)[0];
-    HostTensor got = p.run(inputs)[0];
-    int nonzero = 0;
-    for (int64_t b = 0; b < 6; ++b)
-      for (int64_t c = 0; c < d; ++c) {
-        const size_t at = static_cast<size_t>(b * s.sq * d + c);  // row 0 of batch entry b
-        nonzero += got.values[at] != 0.0;
-        got.values[at] = want.values[at] = 0.0;
-      }
-    EXPECT_EQ(nonzero, 0);
-    Comparison c = compare(got, want, rel_l2_bound_for(*g.outputs()[0]));
-    EXPECT_TRUE(c.passed) << c.str();
+    const HostTensor reference = ir::evaluate(g, inputs)[0];
+    for (const std::string& arch : archs_to_check()) {
+      runtime::Program p = compile_one_attention_kernel(g, true, arch);
+      SCOPED_TRACE(p.arch());
+      HostTensor want = reference;
+      HostTensor got = p.run(inputs)[0];
+      int nonzero = 0;
+      for (int64_t b = 0; b < 6; ++b)
+        for (int64_t c = 0; c < d; ++c) {
+          const size_t at = static_cast<size_t>(b * s.sq * d + c);  // row 0 of batch entry b
+          nonzero += got.values[at] != 0.0;
+          got.values[at] = want.values[at] = 0.0;
+        }
+      EXPECT_EQ(nonzero, 0);
+      Comparison c = compare(got, want, rel_l2_bound_for(*g.outputs()[0]));
+      EXPECT_TRUE(c.passed) << c.str();
+    }
   }
 }
 
@@ -195,9 +213,11 @@ TEST(AttentionGpu, EveryCandidatePassesTheTunersCheck) {
 
 // ---- too large for the whole reference: sampled rows ----
 
-void expect_sampled_rows_match(DType dt, const AttentionShape& s, bool causal, int rows = 200) {
+void expect_sampled_rows_match(DType dt, const AttentionShape& s, bool causal, const std::string& arch,
+                               int rows = 200) {
   kiln::Graph graph = test::composite_attention(dt, s, causal);
-  runtime::Program p = compile_one_attention_kernel(graph.ir());
+  runtime::Program p = compile_one_attention_kernel(graph.ir(), true, arch);
+  SCOPED_TRACE(p.arch());
   std::vector<HostTensor> inputs = ir::random_inputs(graph.ir(), 5);
   HostTensor got = p.run(inputs)[0];
   const int64_t batch = numel(s.batch);
@@ -221,12 +241,13 @@ void expect_sampled_rows_match(DType dt, const AttentionShape& s, bool causal, i
 
 TEST(AttentionGpu, LargeShapesOnSampledRows) {
   KILN_REQUIRE_GPU();
-  for (bool causal : {false, true}) {
-    SCOPED_TRACE(fmt::format("causal {}", causal));
-    expect_sampled_rows_match(DType::f16, {{4, 16}, 4096, 4096, 128}, causal);
-    expect_sampled_rows_match(DType::bf16, {{4, 16}, 4096, 4096, 128}, causal);
-    expect_sampled_rows_match(DType::f16, {{2, 16}, 8192, 8192, 64}, causal);
-  }
+  for (const std::string& arch : archs_to_check())
+    for (bool causal : {false, true}) {
+      SCOPED_TRACE(fmt::format("causal {}", causal));
+      expect_sampled_rows_match(DType::f16, {{4, 16}, 4096, 4096, 128}, causal, arch);
+      expect_sampled_rows_match(DType::bf16, {{4, 16}, 4096, 4096, 128}, causal, arch);
+      expect_sampled_rows_match(DType::f16, {{2, 16}, 8192, 8192, 64}, causal, arch);
+    }
 }
 
 }  // namespace

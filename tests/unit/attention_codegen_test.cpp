@@ -111,6 +111,7 @@ TEST(AttentionCodegen, ScoreBodiesCompileForSm90aAndSm80) {
 }
 
 TEST(AttentionCodegen, TheSourceReadsAsFlashAttention) {
+  const ir::TargetScope target("sm_80");  // the mma_sync schedule (sm_90a's prompts take wgmma)
   const ir::Kernel k = attention_kernel(test::composite_attention(DType::f16, {{4, 16}, 4096, 4096, 128}, true));
   const std::string cuda = codegen::emit_cuda(k);
   for (const char* part : {"// ---- kernel k0: attention batch [4,16] of 4096 queries x 4096 keys, head dim 128",

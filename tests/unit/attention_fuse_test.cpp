@@ -65,7 +65,8 @@ TEST(AttentionFuse, TheKernelPrintsItsOperandsShapesScaleAndConfig) {
             "    config " + k.config.str() + " {\n"
             "  %0 = acc : f32\n"
             "}\n");
-  EXPECT_TRUE(test::contains(k.config.str(), "schedule = mma_sync")) << k.config.str();
+  // 128 query rows on sm_90a: FlashAttention-3's schedule.
+  EXPECT_TRUE(test::contains(k.config.str(), "schedule = wgmma")) << k.config.str();
   EXPECT_GE(k.fused_nodes.size(), 8u);
 }
 
@@ -281,19 +282,20 @@ TEST(AttentionTile, IllegalConfigsSayWhichRule) {
     }
     return std::string("no error");
   };
-  ir::TileConfig c = k.config;
+  const ir::TileConfig base = ir::attention_mma_sync_heuristic(k);  // the rules of mma_sync's configs
+  ir::TileConfig c = base;
   c.br = 96;
   EXPECT_TRUE(test::contains(error(c), "br must be 16 x warps")) << error(c);
-  c = k.config;
+  c = base;
   c.bc = 48;
   EXPECT_TRUE(test::contains(error(c), "bc must be 32, 64 or 128")) << error(c);
-  c = k.config;
+  c = base;
   c.bc = 128;  // head dim 128: the scores of 128 keys do not fit next to the output
   EXPECT_TRUE(test::contains(error(c), "spill")) << error(c);
-  c = k.config;
+  c = base;
   c.bm = 64;
   EXPECT_TRUE(test::contains(error(c), "sets schedule, br, bc, warps, stages and split_k only")) << error(c);
-  c = k.config;
+  c = base;
   c.split_k = 16;  // 256 keys: 16 splits of 64-key tiles leave some empty
   EXPECT_TRUE(test::contains(error(c), "leaves an empty split")) << error(c);
 }
@@ -334,17 +336,24 @@ TEST(AttentionTile, WgmmaConfigsSayWhichRule) {
 }
 
 // The wgmma schedule runs where a config pins it; the heuristic keeps mma_sync.
-TEST(AttentionTile, WgmmaConfigsExistOnSm90aOnly) {
+// Prompts take the wgmma schedule on sm_90a (its configs lead the sweep); a few query
+// rows, or any target but sm_90a, take mma_sync.
+TEST(AttentionTile, WgmmaConfigsExistOnSm90aOnlyAndLeadForPrompts) {
   for (int64_t d : {64, 128})
-    for (int64_t s : {7, 1000, 4097}) {
+    for (int64_t s : {7, 64, 65, 1000, 4097}) {
       const ir::Kernel& k = only_attention(lowered(test::composite_attention(DType::bf16, {{2, 3}, s, s, d}, true).ir()));
       SCOPED_TRACE(fmt::format("d {} s {}", d, s));
-      EXPECT_EQ(k.config.schedule, ir::kMmaSync) << k.config.str();
+      EXPECT_EQ(k.config.schedule, s > 64 ? ir::kWgmma : ir::kMmaSync) << k.config.str();
       const std::vector<ir::TileConfig> wgmma = ir::attention_wgmma_candidates(k);
       EXPECT_EQ(wgmma.size(), d == 64 ? 6u : 4u);
       for (const ir::TileConfig& c : wgmma) EXPECT_NO_THROW(ir::validate(k, c)) << c.str();
+      const std::vector<ir::TileConfig> sweep = ir::attention_candidates(k);
+      EXPECT_EQ(sweep.front().schedule, s > 64 ? ir::kWgmma : ir::kMmaSync);
+      EXPECT_EQ(ir::attention_heuristic(k), s > 64 ? wgmma.front() : ir::attention_mma_sync_heuristic(k));
       const ir::TargetScope target("sm_90");
       EXPECT_TRUE(ir::attention_wgmma_candidates(k).empty());
+      EXPECT_EQ(ir::attention_heuristic(k).schedule, ir::kMmaSync);
+      EXPECT_EQ(ir::attention_candidates(k).front().schedule, ir::kMmaSync);
     }
 }
 
