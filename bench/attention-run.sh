@@ -8,7 +8,8 @@
 # The figures come first so that a run cut short at the call's limit still has them. Logs go to the folder given
 # (default out/attention), and all of them into one archive beside it, LOG_DIR.tgz.
 #   usage: bench/attention-run.sh [LOG_DIR]
-#   PROMPT_CONFIGS and D64_CONFIGS ("bc:stages ...") choose the pinned configs timed.
+#   PROMPT_CONFIGS and D64_CONFIGS ("bc:stages ...") choose the pinned configs timed;
+#   FIGURES_ONLY=1 stops after kiln bench.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-out/attention}"
@@ -26,6 +27,10 @@ timeout 150 python3 bench/peers.py --cases attention --sizes "$peer_sizes" --dty
 timeout 200 build/bin/kiln bench attention attention_causal --sizes "$kiln_sizes" --no-tune --reps 20 --peers "$out/peers.json" \
   --json "$out/bench.json" > "$out/bench.log" 2>&1 || status=1
 grep -vE "^\s*$" "$out/bench.log" | tail -n 40
+if [[ -n "${FIGURES_ONLY:-}" ]]; then
+  tar czf "$out.tgz" -C "$(dirname "$out")" "$(basename "$out")"
+  exit $status
+fi
 tests=build/tests/kiln_gpu_tests
 # Both schedules' tests at once (their timings are not read).
 timeout 240 "$tests" --gtest_filter='AttentionWgmmaGpu.*' > "$out/tests-wgmma.log" 2>&1 &

@@ -73,15 +73,29 @@ extern "C" __global__ void __launch_bounds__($THREADS, 1) $NAME($PARAMS) {
     kiln_copy_async_commit();
   }
 $PROLOGUE_COMMIT
-  unsigned qf[$D / 16][4];  // this warp's 16 query rows as A fragments, one per 16 of D
-  float o[$D / 8][4];       // its output rows: fp32 accumulators, one per 8 of D
+  // This warp owns $WARP_ROWS query rows, $MT tile(s) of 16; with one tile its Q fragments
+  // stay in registers, with two they are read again from shared memory each key tile
+  // (two tiles' outputs and scores leave no room for them).
+  constexpr int kTiles = $MT;
+  constexpr bool kQHeld = kTiles == 1;
+  const int warp_row = warp * $WARP_ROWS;  // the warp's first row in the query tile
+  unsigned qf[kQHeld ? kTiles : 1][$D / 16][4];  // the held Q rows as A fragments, one per 16 of D
+  float o[kTiles][$D / 8][4];                     // the output rows: fp32 accumulators, one per 8 of D
 #pragma unroll
-  for (int c = 0; c < $D / 8; ++c) o[c][0] = o[c][1] = o[c][2] = o[c][3] = 0.0f;
-  // Per row (g and g + 8): the running max of the scores and this lane's part of the
-  // running sum of their exponentials.
-  float row_max[2] = {__int_as_float(0xff800000), __int_as_float(0xff800000)}, row_sum[2] = {0.0f, 0.0f};
-  [[maybe_unused]] const int row0 = q0 + warp * 16 + (lane >> 2);  // this lane's first row (g; the other is g + 8)
-  const int last_key[2] = {$LAST_KEY0, $LAST_KEY1};  // the last key rows g and g + 8 see
+  for (int mt = 0; mt < kTiles; ++mt)
+#pragma unroll
+    for (int c = 0; c < $D / 8; ++c) o[mt][c][0] = o[mt][c][1] = o[mt][c][2] = o[mt][c][3] = 0.0f;
+  // Per row (2 mt + h: rows g and g + 8 of tile mt): the running max of the scores, this
+  // lane's part of the running sum of their exponentials, and the last key the row sees.
+  float row_max[2 * kTiles], row_sum[2 * kTiles];
+  int last_key[2 * kTiles];
+#pragma unroll
+  for (int i = 0; i < 2 * kTiles; ++i) {
+    row_max[i] = __int_as_float(0xff800000);
+    row_sum[i] = 0.0f;
+    [[maybe_unused]] const int row = q0 + warp_row + (i >> 1) * 16 + (i & 1) * 8 + (lane >> 2);
+    last_key[i] = $LAST_KEY;
+  }
 
   for (int t = 0; t < tiles; ++t) {
     // Start the tile $AHEAD ahead into the buffer that tile t - 1 freed; wait for tile t.
@@ -94,78 +108,109 @@ $PROLOGUE_COMMIT
     kiln_copy_async_commit();
     kiln_copy_async_wait_group<$AHEAD>();
     __syncthreads();
-    if (t == 0) {
+    if (kQHeld && t == 0) {
 #pragma unroll
-      for (int kk = 0; kk < $D / 16; ++kk)
-        kiln_ldmatrix_x4(qf[kk], smem + $NAME_chunk(warp * 16 + (lane & 15), kk * 2 + (lane >> 4)));
+      for (int mt = 0; mt < (kQHeld ? kTiles : 0); ++mt)
+#pragma unroll
+        for (int kk = 0; kk < $D / 16; ++kk)
+          kiln_ldmatrix_x4(qf[mt][kk], smem + $NAME_chunk(warp_row + mt * 16 + (lane & 15), kk * 2 + (lane >> 4)));
     }
     const unsigned k_tile = smem + $Q_BYTES + (t % $STAGES) * $STAGE_BYTES;
     const unsigned v_tile = k_tile + $KV_BYTES;
 
-    // S = Q K^T: 16 x $BC scores a warp, as n8 accumulators.
-    float s[$BC / 8][4];
+    // S = Q K^T: $WARP_ROWS x $BC scores a warp, as n8 accumulators; each K fragment
+    // serves every row tile of the warp.
+    float s[kTiles][$BC / 8][4];
 #pragma unroll
-    for (int n = 0; n < $BC / 8; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
+    for (int mt = 0; mt < kTiles; ++mt)
 #pragma unroll
-    for (int kk = 0; kk < $D / 16; ++kk)
+      for (int n = 0; n < $BC / 8; ++n) s[mt][n][0] = s[mt][n][1] = s[mt][n][2] = s[mt][n][3] = 0.0f;
+#pragma unroll
+    for (int kk = 0; kk < $D / 16; ++kk) {
+      unsigned qa[kTiles][4];
+#pragma unroll
+      for (int mt = 0; mt < kTiles; ++mt) {
+        if constexpr (kQHeld) {
+#pragma unroll
+          for (int r = 0; r < 4; ++r) qa[mt][r] = qf[mt][kk][r];
+        } else {
+          kiln_ldmatrix_x4(qa[mt], smem + $NAME_chunk(warp_row + mt * 16 + (lane & 15), kk * 2 + (lane >> 4)));
+        }
+      }
 #pragma unroll
       for (int nj = 0; nj < $BC / 16; ++nj) {
         unsigned b[4];  // keys nj * 16 + 0..7 and 8..15, D columns kk * 16 + 0..7 and 8..15
         kiln_ldmatrix_x4(b, k_tile + $NAME_chunk(nj * 16 + (lane & 7) + ((lane >> 4) << 3), kk * 2 + ((lane >> 3) & 1)));
-        $MMA(s[2 * nj], qf[kk], b[0], b[1]);
-        $MMA(s[2 * nj + 1], qf[kk], b[2], b[3]);
+#pragma unroll
+        for (int mt = 0; mt < kTiles; ++mt) {
+          $MMA(s[mt][2 * nj], qa[mt], b[0], b[1]);
+          $MMA(s[mt][2 * nj + 1], qa[mt], b[2], b[3]);
+        }
       }
+    }
 
     // The scores$SCORE_NOTE; keys past the end$CAUSAL_NOTE are -inf.
     const int kv0 = kv_first + t * $BC;
 $SCORE_LOOP    if ($EDGE) {
 #pragma unroll
-      for (int n = 0; n < $BC / 8; ++n)
+      for (int mt = 0; mt < kTiles; ++mt)
 #pragma unroll
-        for (int r = 0; r < 4; ++r)
-          if (kv0 + n * 8 + (lane & 3) * 2 + (r & 1) > last_key[r >> 1]) s[n][r] = __int_as_float(0xff800000);
+        for (int n = 0; n < $BC / 8; ++n)
+#pragma unroll
+          for (int r = 0; r < 4; ++r)
+            if (kv0 + n * 8 + (lane & 3) * 2 + (r & 1) > last_key[2 * mt + (r >> 1)]) s[mt][n][r] = __int_as_float(0xff800000);
     }
 
     // Online softmax: the rows' new max (over the 4 lanes that hold each row), the
     // exponentials against it, and the rescale of what the earlier tiles summed.
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      float m = row_max[h];
+    for (int i = 0; i < 2 * kTiles; ++i) {
+      const int mt = i >> 1, h = i & 1;
+      float m = row_max[i];
 #pragma unroll
-      for (int n = 0; n < $BC / 8; ++n) m = fmaxf(m, fmaxf(s[n][2 * h], s[n][2 * h + 1]));
+      for (int n = 0; n < $BC / 8; ++n) m = fmaxf(m, fmaxf(s[mt][n][2 * h], s[mt][n][2 * h + 1]));
       m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
       m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
       // exp(x - max) = 2^(x c - max c): one FFMA feeds the exp unit. A row with no key
       // yet takes 0 as its max, so that exponentials of -inf are 0, never NaN.
       const float base = m == __int_as_float(0xff800000) ? 0.0f : m * $LOG2_SCALE;
-      const float rescale = kiln_exp2(fmaf(row_max[h], $LOG2_SCALE, -base));
-      row_max[h] = m;
+      const float rescale = kiln_exp2(fmaf(row_max[i], $LOG2_SCALE, -base));
+      row_max[i] = m;
       float sum = 0.0f;
 #pragma unroll
       for (int n = 0; n < $BC / 8; ++n) {
-        s[n][2 * h] = kiln_exp2(fmaf(s[n][2 * h], $LOG2_SCALE, -base));
-        s[n][2 * h + 1] = kiln_exp2(fmaf(s[n][2 * h + 1], $LOG2_SCALE, -base));
-        sum += s[n][2 * h] + s[n][2 * h + 1];
+        s[mt][n][2 * h] = kiln_exp2(fmaf(s[mt][n][2 * h], $LOG2_SCALE, -base));
+        s[mt][n][2 * h + 1] = kiln_exp2(fmaf(s[mt][n][2 * h + 1], $LOG2_SCALE, -base));
+        sum += s[mt][n][2 * h] + s[mt][n][2 * h + 1];
       }
-      row_sum[h] = row_sum[h] * rescale + sum;
+      row_sum[i] = row_sum[i] * rescale + sum;
 #pragma unroll
       for (int c = 0; c < $D / 8; ++c) {
-        o[c][2 * h] *= rescale;
-        o[c][2 * h + 1] *= rescale;
+        o[mt][c][2 * h] *= rescale;
+        o[mt][c][2 * h + 1] *= rescale;
       }
     }
 
     // O += P V: P straight from the score registers as A fragments, V through ldmatrix.trans.
 #pragma unroll
     for (int kk = 0; kk < $BC / 16; ++kk) {
-      const unsigned p[4] = {$PACK(s[2 * kk][0], s[2 * kk][1]), $PACK(s[2 * kk][2], s[2 * kk][3]),
-                             $PACK(s[2 * kk + 1][0], s[2 * kk + 1][1]), $PACK(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+      unsigned p[kTiles][4];
+#pragma unroll
+      for (int mt = 0; mt < kTiles; ++mt) {
+        p[mt][0] = $PACK(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+        p[mt][1] = $PACK(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+        p[mt][2] = $PACK(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+        p[mt][3] = $PACK(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+      }
 #pragma unroll
       for (int dj = 0; dj < $D / 16; ++dj) {
         unsigned b[4];  // keys kk * 16 + 0..15, D columns dj * 16 + 0..7 and 8..15
         kiln_ldmatrix_x4_trans(b, v_tile + $NAME_chunk(kk * 16 + (lane & 7) + (((lane >> 3) & 1) << 3), dj * 2 + (lane >> 4)));
-        $MMA(o[2 * dj], p, b[0], b[1]);
-        $MMA(o[2 * dj + 1], p, b[2], b[3]);
+#pragma unroll
+        for (int mt = 0; mt < kTiles; ++mt) {
+          $MMA(o[mt][2 * dj], p[mt], b[0], b[1]);
+          $MMA(o[mt][2 * dj + 1], p[mt], b[2], b[3]);
+        }
       }
     }
     __syncthreads();  // every warp is done with this buffer before a later tile's copies reuse it
@@ -176,30 +221,32 @@ $EPILOGUE}
 
 // One block holds all the keys: O / row sum, stored.
 constexpr const char* kDirectEpilogue = R"(
-  // O / row sum (a row that saw no key gives zeros), through this warp's 16 rows of the
-  // query tile, which no other warp reads, then out as 16-byte stores.
+  // O / row sum (a row that saw no key gives zeros), through this warp's $WARP_ROWS rows of
+  // the query tile, which no other warp reads, then out as 16-byte stores.
+  __syncwarp();  // the warp's last reads of its Q rows are done before they are overwritten
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    float l = row_sum[h];
+  for (int i = 0; i < 2 * kTiles; ++i) {
+    const int mt = i >> 1, h = i & 1;
+    float l = row_sum[i];
     l += __shfl_xor_sync(0xffffffffu, l, 1);
     l += __shfl_xor_sync(0xffffffffu, l, 2);
     const float inverse = l > 0.0f ? 1.0f / l : 0.0f;
-    const int r = warp * 16 + (lane >> 2) + h * 8;
+    const int r = warp_row + mt * 16 + (lane >> 2) + h * 8;
 #pragma unroll
     for (int c = 0; c < $D / 8; ++c)
       *reinterpret_cast<unsigned*>(kiln_smem + $NAME_chunk(r, c) + (lane & 3) * 4) =
-          $PACK(o[c][2 * h] * inverse, o[c][2 * h + 1] * inverse);
+          $PACK(o[mt][c][2 * h] * inverse, o[mt][c][2 * h + 1] * inverse);
   }
   __syncwarp();
   $T* __restrict__ ob = $OUT + (long long)batch * $OUT_BATCH;
 #pragma unroll
-  for (int it = 0; it < 16 * $CHUNKS / 32; ++it) {
+  for (int it = 0; it < $WARP_ROWS * $CHUNKS / 32; ++it) {
     const int c = lane + it * 32;
     const int r = c / $CHUNKS, chunk = c % $CHUNKS;
-    const int row = q0 + warp * 16 + r;
+    const int row = q0 + warp_row + r;
     if (row < $SQ)
       kiln_store16(ob + (long long)row * $D + chunk * 8,
-                   *reinterpret_cast<const uint4*>(kiln_smem + $NAME_chunk(warp * 16 + r, chunk)));
+                   *reinterpret_cast<const uint4*>(kiln_smem + $NAME_chunk(warp_row + r, chunk)));
   }
 )";
 
@@ -209,20 +256,21 @@ constexpr const char* kDirectEpilogue = R"(
 constexpr const char* kSplitEpilogue = R"(
   // This split's rows: the output not yet divided by the sum, the max and the sum.
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    float l = row_sum[h];
+  for (int i = 0; i < 2 * kTiles; ++i) {
+    const int mt = i >> 1, h = i & 1;
+    float l = row_sum[i];
     l += __shfl_xor_sync(0xffffffffu, l, 1);
     l += __shfl_xor_sync(0xffffffffu, l, 2);
-    const int row = q0 + warp * 16 + (lane >> 2) + h * 8;
+    const int row = q0 + warp_row + mt * 16 + (lane >> 2) + h * 8;
     if (row < $SQ) {
       const long long at = ((long long)blockIdx.z * $BATCHES + batch) * $SQ + row;
 #pragma unroll
       for (int c = 0; c < $D / 8; ++c) {
-        $NAME_o_part[at * $D + c * 8 + (lane & 3) * 2] = o[c][2 * h];
-        $NAME_o_part[at * $D + c * 8 + (lane & 3) * 2 + 1] = o[c][2 * h + 1];
+        $NAME_o_part[at * $D + c * 8 + (lane & 3) * 2] = o[mt][c][2 * h];
+        $NAME_o_part[at * $D + c * 8 + (lane & 3) * 2 + 1] = o[mt][c][2 * h + 1];
       }
       if ((lane & 3) == 0) {
-        $NAME_m_part[at] = row_max[h];
+        $NAME_m_part[at] = row_max[i];
         $NAME_l_part[at] = l;
       }
     }
@@ -268,9 +316,10 @@ std::string header(const ir::Kernel& k) {
   const ir::TileConfig& c = k.config;
   std::string s = attention_header_title(k);
   s += "// Config " + c.str() + ":\n";
-  s += fmt::format("//   a block owns {} query rows of one batch entry: {} warps x 16 rows, Q in registers as A "
-                   "fragments\n",
-                   c.br, c.warps);
+  const int tiles = ir::attention_warp_row_tiles(c);
+  s += fmt::format("//   a block owns {} query rows of one batch entry: {} warps x {} rows, Q {}\n", c.br, c.warps,
+                   16 * tiles,
+                   tiles == 1 ? "in registers as A fragments" : "read from shared memory as A fragments each key tile");
   s += fmt::format("//   K and V tiles of {} rows stream through {} swizzled shared-memory buffer{} (cp.async)\n", c.bc,
                    c.stages, c.stages > 1 ? "s" : "");
   s += fmt::format("//   S = Q K^T and O += P V on mma.sync m16n8k16 {} (fp32 sums); online softmax in registers "
@@ -318,7 +367,12 @@ std::string emit_attention(const ir::Kernel& k) {
   // The plain score stays q . k: the scale joins log2 e in the exponent's FFMA (a
   // positive scale keeps the max where it was). Other scores run the score function
   // on every element inside the matrices.
-  const std::string score_loop = plain ? "" : attention_score_loop(k, params, c.bc, "s[n][r]");
+  const int tiles = ir::attention_warp_row_tiles(c);
+  const std::string score_loop =
+      plain ? ""
+            : "#pragma unroll\n    for (int mt = 0; mt < kTiles; ++mt) {\n"
+              "      const int row0 = q0 + warp_row + mt * 16 + (lane >> 2);  // this lane's rows: row0, row0 + 8\n" +
+                  attention_score_loop(k, params, c.bc, "s[mt][n][r]") + "    }\n";
   const int row_bytes = static_cast<int>(a.d) * 2;
   const int splits = ir::attention_kv_splits(c);
   const int64_t batches = ir::attention_batch_count(a), q_tiles = (a.sq + c.br - 1) / c.br;
@@ -367,10 +421,11 @@ std::string emit_attention(const ir::Kernel& k) {
       {"TILE_ORDER", a.causal ? "(int)(gridDim.x - 1 - blockIdx.x)" : "(int)blockIdx.x"},
       {"KV_END", a.causal ? fmt::format("min({}, q0 + {})", a.skv, c.br) : std::to_string(a.skv)},
       {"CAUSAL_NOTE", a.causal ? " and keys after the query" : ""},
-      {"EDGE", a.causal ? fmt::format("kv0 + {} > {} || kv0 + {} > q0 + warp * 16", c.bc, a.skv, c.bc - 1)
+      {"EDGE", a.causal ? fmt::format("kv0 + {} > {} || kv0 + {} > q0 + warp_row", c.bc, a.skv, c.bc - 1)
                         : fmt::format("kv0 + {} > {}", c.bc, a.skv)},
-      {"LAST_KEY0", a.causal ? fmt::format("min(row0, {})", a.skv - 1) : std::to_string(a.skv - 1)},
-      {"LAST_KEY1", a.causal ? fmt::format("min(row0 + 8, {})", a.skv - 1) : std::to_string(a.skv - 1)},
+      {"LAST_KEY", a.causal ? fmt::format("min(row, {})", a.skv - 1) : std::to_string(a.skv - 1)},
+      {"MT", std::to_string(tiles)},
+      {"WARP_ROWS", std::to_string(16 * tiles)},
       {"SCORE_LOOP", score_loop},
       {"SCORE_NOTE", plain ? " (q . k, scaled in the exponent)" : " (the fused score ops on the scaled q . k)"},
       {"LOG2_SCALE", attention_float_literal((plain ? a.scale : 1.0) * kAttentionLog2e)},

@@ -108,6 +108,9 @@ TileConfig attention_mma_sync_heuristic(const Kernel& k);
 // when one does. The fuse pass keeps the graph's other kernels where this is not empty.
 std::string attention_unsupported(const Kernel& k);
 int attention_threads(const TileConfig& config);
+// The 16-row tiles of queries each warp of an mma_sync attention config owns: br / (16 warps),
+// 1 or 2.
+int attention_warp_row_tiles(const TileConfig& config);
 // Decoding's split of the keys over blocks: the splits (1 without), the keys each
 // covers (a multiple of bc), and the fp32 partials they write (0 without).
 int attention_kv_splits(const TileConfig& config);

@@ -37,8 +37,11 @@ constexpr int kRowsPerWarp = 16;
 // them (hundreds of bytes at head dim 128).
 constexpr int kDecodeRows = 64;
 // Registers a thread holds across the key loop (Q and P fragments, scores, output);
-// past this, with addresses and the softmax's row state, ptxas spills.
-constexpr int64_t kMaxHeldRegisters = 168;
+// past this, with addresses and the softmax's row state, ptxas spills. Measured with
+// ptxas on sm_90a: two row tiles a warp at head dim 128 and 32 keys (184) take 251
+// registers and no spill; at 64 keys (232) they spill 88-140 bytes. One tile at 128
+// and 128 keys (192) spills too.
+constexpr int64_t kMaxHeldRegisters = 184;
 constexpr int64_t kMaxWorkspaceFloats = int64_t{1} << 24;  // 64 MiB of split partials
 // Fewer query rows than this leave most of the wgmma schedule's 128-row tile idle; they
 // run on mma_sync's 64-row tiles (or split the keys when decoding).
@@ -53,9 +56,13 @@ int64_t max_shared_bytes() {
   return 101376;
 }
 
+// A warp of one row tile holds its Q fragments (d / 4 a thread), the output (dv / 2),
+// the scores (bc / 2) and their packed P (bc / 4); a warp of two tiles holds two of each
+// but Q, of which it keeps one k-step's fragments (8).
 int64_t held_registers(const Kernel& k, const TileConfig& c) {
   const AttentionCore& a = k.attention;
-  return a.d / 4 + a.dv / 2 + c.bc / 2 + c.bc / 4;
+  const int tiles = attention_warp_row_tiles(c);
+  return (tiles == 1 ? a.d / 4 : 8) + tiles * (a.dv / 2 + c.bc / 2 + c.bc / 4);
 }
 
 bool aligned_layout(const Kernel& k, int arg) {
@@ -70,6 +77,8 @@ int64_t query_tiles(const Kernel& k, int br) { return ceil_div(k.attention.sq, b
 }  // namespace
 
 int attention_threads(const TileConfig& c) { return 32 * c.warps; }
+
+int attention_warp_row_tiles(const TileConfig& c) { return c.warps > 0 && c.br == 2 * kRowsPerWarp * c.warps ? 2 : 1; }
 
 int attention_kv_splits(const TileConfig& c) { return std::max(1, c.split_k); }
 
@@ -122,9 +131,18 @@ void validate_attention(const Kernel& k, const TileConfig& c) {
   }
   if (c.schedule != kMmaSync) fail("an attention config needs schedule mma_sync or wgmma");
   if (c.warps != 1 && c.warps != 2 && c.warps != 4 && c.warps != 8) fail("warps must be 1, 2, 4 or 8");
-  if (c.br != kRowsPerWarp * c.warps)
-    fail(fmt::format("br must be {} x warps (each warp owns {} query rows)", kRowsPerWarp, kRowsPerWarp));
+  if (c.br != kRowsPerWarp * c.warps && c.br != 2 * kRowsPerWarp * c.warps)
+    fail(fmt::format("br must be {} or {} x warps (each warp owns one or two tiles of {} query rows)", kRowsPerWarp,
+                     2 * kRowsPerWarp, kRowsPerWarp));
   if (c.bc != 32 && c.bc != 64 && c.bc != 128) fail("bc must be 32, 64 or 128");
+  // Fewer warps copy their tiles in more steps a thread, and one stage keeps more of them
+  // in flight: with two row tiles a warp ptxas then spills (12-56 bytes at head dim 128).
+  if (attention_warp_row_tiles(c) == 2 && c.warps < 4)
+    fail("two row tiles a warp take 4 or 8 warps (ptxas spills with fewer)");
+  if (attention_warp_row_tiles(c) == 2 && k.attention.d > 64 && c.stages < 2)
+    fail("two row tiles a warp at head dim 128 take 2 stages or more (ptxas spills one)");
+  if (attention_warp_row_tiles(c) == 2 && k.attention.d > 64 && !attention_plain_score(k))
+    fail("two row tiles a warp at head dim 128 take a plain q . k score (with a fused score body ptxas spills)");
   if (c.stages < 1 || c.stages > 3) fail("stages must be 1 to 3");
   if (c.stages == 3 && c.bc == 32) fail("three stages take key tiles of 64 or 128 rows (ptxas spills the 32-row loop)");
   if (c.split_k < 0 || c.split_k > 64) fail("split_k (splits of the keys) must be 0 to 64");
@@ -146,12 +164,13 @@ void validate_attention(const Kernel& k, const TileConfig& c) {
 
 namespace {
 
-TileConfig make(int br, int bc, int stages, int splits = 1) {
+// `tiles` (1 or 2) row tiles of 16 a warp.
+TileConfig make(int br, int bc, int stages, int splits = 1, int tiles = 1) {
   TileConfig c;
   c.schedule = kMmaSync;
   c.br = br;
   c.bc = bc;
-  c.warps = br / kRowsPerWarp;
+  c.warps = br / (kRowsPerWarp * tiles);
   c.stages = stages;
   c.split_k = splits > 1 ? splits : 0;
   return c;
@@ -207,7 +226,8 @@ std::vector<TileConfig> attention_candidates(const Kernel& k) {
   for (int br : {128, 64})
     for (int bc : {128, 64, 32})
       for (int stages : {2, 3, 1})
-        if (TileConfig c = make(br, bc, stages); legal(k, c)) out.push_back(c);
+        for (int tiles : {1, 2})
+          if (TileConfig c = make(br, bc, stages, 1, tiles); legal(k, c)) out.push_back(c);
   if (k.attention.sq <= 64)  // decoding: the keys split over blocks
     for (int br : {64, 32})
       for (int bc : {128, 64, 32})

@@ -2,7 +2,7 @@
 // odd lengths (1, 7, 1000, 4097), head dims 64 and 128, f16 and bf16, causal or not,
 // Sq != Skv, grouped-query attention, masks written with iota / compare / select, an
 // additive bias, fully masked rows (zeros), every candidate config through the tuner's
-// check, and a large case checked on sampled rows. On an sm_90a GPU every check runs
+// check, warps of two row tiles pinned, and a large case checked on sampled rows. On an sm_90a GPU every check runs
 // twice: at the GPU's arch (prompts take the wgmma schedule) and compiled for sm_90,
 // which keeps them on the mma_sync schedule (its kernels run on any Hopper GPU).
 #include <gtest/gtest.h>
@@ -13,6 +13,7 @@
 #include "../unit/attention_test_graphs.h"
 #include "frontend/kiln.h"
 #include "gemm_test_util.h"
+#include "attention_pinned.h"
 #include "attention_reference_row.h"
 #include "gpu_test_util.h"
 #include "ir/compare.h"
@@ -188,6 +189,31 @@ TEST(AttentionGpu, FullyMaskedRowsGiveZeros) {
       EXPECT_TRUE(c.passed) << c.str();
     }
   }
+}
+
+// The mma_sync configs whose warps own two row tiles of 16 (Q read again from shared memory).
+std::vector<ir::TileConfig> two_row_tile_configs(const ir::Kernel& k) {
+  std::vector<ir::TileConfig> out;
+  for (const ir::TileConfig& c : ir::candidates(k))
+    if (c.schedule == ir::kMmaSync && ir::attention_warp_row_tiles(c) == 2) out.push_back(c);
+  return out;
+}
+
+TEST(AttentionGpu, TwoRowTilesAWarpOnOddLengths) {
+  KILN_REQUIRE_GPU();
+  for (bool causal : {false, true}) {
+    SCOPED_TRACE(fmt::format("causal {}", causal));
+    gpu_test::expect_every_pinned_config_matches(test::composite_attention(DType::f16, {{2, 3}, 1000, 1000, 128}, causal),
+                                                 two_row_tile_configs);
+    gpu_test::expect_every_pinned_config_matches(test::composite_attention(DType::bf16, {{1, 2}, 4097, 333, 64}, causal),
+                                                 two_row_tile_configs);
+    gpu_test::expect_every_pinned_config_matches(
+        test::composite_attention(DType::bf16, {{2, 2, 4}, 333, 200, 128, {2, 2, 1}}, causal), two_row_tile_configs);
+  }
+  gpu_test::expect_every_pinned_config_matches(test::hand_written_attention(DType::f16, {{2, 2}, 517, 517, 64}, Mask::Band),
+                                               two_row_tile_configs);
+  gpu_test::expect_every_pinned_config_matches(test::hand_written_attention(DType::f16, {{2, 3}, 150, 150, 64}, Mask::Empty),
+                                               two_row_tile_configs, 0);
 }
 
 TEST(AttentionGpu, EveryCandidatePassesTheTunersCheck) {

@@ -11,6 +11,7 @@
 
 #include "../unit/attention_test_graphs.h"
 #include "frontend/kiln.h"
+#include "attention_pinned.h"
 #include "attention_reference_row.h"
 #include "gpu_test_util.h"
 #include "ir/compare.h"
@@ -26,70 +27,9 @@ namespace {
 using test::AttentionShape;
 using test::Mask;
 
-// The graph fused (its one attention kernel block not yet tiled) and that block's index.
-struct Fused {
-  ir::Graph graph;
-  int attention = -1;
-};
-
-Fused fuse(const kiln::Graph& graph) {
-  Fused f{graph.ir().clone(), -1};
-  std::ostringstream quiet;
-  passes::PassManager("decompose,simplify,cse,dce,online-softmax,welford,fuse", {}, quiet).run(f.graph);
-  for (int i = 0; i < static_cast<int>(f.graph.groups().size()); ++i)
-    if (f.graph.groups()[i].kind == "attention") f.attention = i;
-  return f;
-}
-
-runtime::ProgramOptions lowering_only() {
-  runtime::ProgramOptions options;
-  options.pipeline = "";  // lowering keeps the pinned block's config; any other block gets the heuristic's
-  return options;
-}
-
-// The wgmma configs of the graph's attention kernel on this GPU (none unless sm_90a).
-std::vector<ir::TileConfig> wgmma_configs(Fused& f) {
-  const runtime::Program p = runtime::Program::compile(f.graph, lowering_only());
-  const ir::TargetScope target(p.arch());
-  for (const runtime::CompiledKernel& k : p.kernels())
-    if (k.kernel.kind == ir::KernelKind::Attention) return ir::attention_wgmma_candidates(k.kernel);
-  return {};
-}
-
-// Runs `graph` with each wgmma config pinned (every `stride`-th, or all) on random inputs
-// against the reference; a row of `zero_row` (if >= 0) must come out zeros and is left
-// out of the comparison (the primitives' reference gives NaN for a row that sees no key).
+// Every wgmma config of the graph's attention kernel (none unless sm_90a) against the reference.
 void expect_every_wgmma_config_matches(const kiln::Graph& graph, int64_t zero_row = -1) {
-  Fused f = fuse(graph);
-  ASSERT_GE(f.attention, 0) << ir::print(f.graph);
-  const std::vector<ir::TileConfig> configs = wgmma_configs(f);
-  ASSERT_FALSE(configs.empty()) << "no wgmma config on this GPU (it needs sm_90a)";
-  const std::vector<HostTensor> inputs = ir::random_inputs(graph.ir(), 11);
-  HostTensor want = ir::evaluate(graph.ir(), inputs)[0];
-  const Shape& shape = want.type.shape;
-  const int64_t rows = shape[shape.size() - 2], d = shape.back(), batch = want.numel() / (rows * d);
-  for (const ir::TileConfig& c : configs) {
-    SCOPED_TRACE(c.str());
-    f.graph.group(f.attention).tile = c.to_attrs();
-    runtime::Program p = runtime::Program::compile(f.graph, lowering_only());
-    bool pinned = false;
-    for (const runtime::CompiledKernel& k : p.kernels()) pinned = pinned || k.kernel.config == c;
-    ASSERT_TRUE(pinned);
-    HostTensor got = p.run(inputs)[0];
-    HostTensor expected = want;
-    if (zero_row >= 0) {
-      int nonzero = 0;
-      for (int64_t b = 0; b < batch; ++b)
-        for (int64_t col = 0; col < d; ++col) {
-          const size_t at = static_cast<size_t>((b * rows + zero_row) * d + col);
-          nonzero += got.values[at] != 0.0;
-          got.values[at] = expected.values[at] = 0.0;
-        }
-      EXPECT_EQ(nonzero, 0);
-    }
-    Comparison cmp = compare(got, expected, rel_l2_bound_for(*graph.ir().outputs()[0]));
-    EXPECT_TRUE(cmp.passed) << cmp.str();
-  }
+  gpu_test::expect_every_pinned_config_matches(graph, ir::attention_wgmma_candidates, zero_row);
 }
 
 TEST(AttentionWgmmaGpu, OddLengthsBothHeadDimsAndDtypesCausalOrNot) {
@@ -142,11 +82,11 @@ TEST(AttentionWgmmaGpu, LongPromptsOnSampledRows) {
       SCOPED_TRACE(fmt::format("{} causal {}", dtype_name(dt), causal));
       const AttentionShape s{{4, 16}, 4096, 4096, 128};
       kiln::Graph graph = test::composite_attention(dt, s, causal);
-      Fused f = fuse(graph);
-      const std::vector<ir::TileConfig> configs = wgmma_configs(f);
+      gpu_test::FusedAttention f = gpu_test::fuse_attention(graph);
+      const std::vector<ir::TileConfig> configs = gpu_test::attention_configs(f, ir::attention_wgmma_candidates);
       ASSERT_FALSE(configs.empty());
       f.graph.group(f.attention).tile = configs[0].to_attrs();
-      runtime::Program p = runtime::Program::compile(f.graph, lowering_only());
+      runtime::Program p = runtime::Program::compile(f.graph, gpu_test::lowering_only());
       const std::vector<HostTensor> inputs = ir::random_inputs(graph.ir(), 5);
       const HostTensor got = p.run(inputs)[0];
       std::mt19937_64 rng(17);

@@ -110,6 +110,34 @@ TEST(AttentionCodegen, ScoreBodiesCompileForSm90aAndSm80) {
                         "gqa");
 }
 
+// Four warps of 32 query rows: each K and V fragment feeds both row tiles, Q is read
+// from shared memory each key tile, and no candidate of the kind spills (f16 and bf16,
+// causal or with a bias; at head dim 128 a bias leaves none).
+TEST(AttentionCodegen, TwoRowTilesAWarpShareEachKeyFragment) {
+  const ir::TargetScope target("sm_80");
+  for (int64_t d : {64, 128})
+    for (DType dt : {DType::f16, DType::bf16}) {
+      SCOPED_TRACE(fmt::format("d {} {}", d, dtype_name(dt)));
+      for (const kiln::Graph& graph : {test::composite_attention(dt, {{4, 16}, 4096, 4096, d}, true),
+                                       test::hand_written_attention(dt, {{2}, 300, 301, d}, Mask::Bias)}) {
+        const ir::Kernel k = attention_kernel(graph);
+        int two = 0;
+        for (const ir::TileConfig& c : ir::candidates(k)) {
+          if (ir::attention_warp_row_tiles(c) != 2) continue;
+          ++two;
+          ir::Kernel v = k;
+          v.config = c;
+          const std::string cuda = codegen::emit_cuda(v);
+          EXPECT_TRUE(contains(cuda, "4 warps x 32 rows, Q read from shared memory")) << cuda;
+          EXPECT_TRUE(contains(cuda, "constexpr int kTiles = 2;")) << cuda;
+          const Resources r = compile_with_ptxas_report(v, "sm_90a");
+          EXPECT_EQ(r.spill_bytes, 0) << c.str() << ": " << r.registers << " registers";
+        }
+        EXPECT_EQ(two > 0, d == 64 || ir::attention_plain_score(k));  // a score body at 128 spills
+      }
+    }
+}
+
 TEST(AttentionCodegen, TheSourceReadsAsFlashAttention) {
   const ir::TargetScope target("sm_80");  // the mma_sync schedule (sm_90a's prompts take wgmma)
   const ir::Kernel k = attention_kernel(test::composite_attention(DType::f16, {{4, 16}, 4096, 4096, 128}, true));
@@ -125,7 +153,7 @@ TEST(AttentionCodegen, TheSourceReadsAsFlashAttention) {
   EXPECT_FALSE(contains(cuda, "k0_score("));
   const std::string biased =
       codegen::emit_cuda(attention_kernel(test::hand_written_attention(DType::f16, {{2}, 64, 64, 64}, Mask::Bias)));
-  EXPECT_TRUE(contains(biased, "k0_score(s[n][r] * ")) << biased;
+  EXPECT_TRUE(contains(biased, "k0_score(s[mt][n][r] * ")) << biased;
   EXPECT_TRUE(contains(biased, "in_bias[")) << biased;
 }
 

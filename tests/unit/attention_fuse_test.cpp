@@ -285,7 +285,7 @@ TEST(AttentionTile, IllegalConfigsSayWhichRule) {
   const ir::TileConfig base = ir::attention_mma_sync_heuristic(k);  // the rules of mma_sync's configs
   ir::TileConfig c = base;
   c.br = 96;
-  EXPECT_TRUE(test::contains(error(c), "br must be 16 x warps")) << error(c);
+  EXPECT_TRUE(test::contains(error(c), "br must be 16 or 32 x warps")) << error(c);
   c = base;
   c.bc = 48;
   EXPECT_TRUE(test::contains(error(c), "bc must be 32, 64 or 128")) << error(c);
@@ -298,6 +298,17 @@ TEST(AttentionTile, IllegalConfigsSayWhichRule) {
   c = base;
   c.split_k = 16;  // 256 keys: 16 splits of 64-key tiles leave some empty
   EXPECT_TRUE(test::contains(error(c), "leaves an empty split")) << error(c);
+  // Two row tiles a warp: 32 keys a tile at head dim 128, four warps or more, two stages.
+  c = base;
+  c.br = 128, c.warps = 4, c.bc = 32, c.stages = 2;
+  EXPECT_EQ(error(c), "no error");
+  EXPECT_EQ(ir::attention_warp_row_tiles(c), 2);
+  c.bc = 64;
+  EXPECT_TRUE(test::contains(error(c), "spill")) << error(c);
+  c.bc = 32, c.stages = 1;
+  EXPECT_TRUE(test::contains(error(c), "take 2 stages or more")) << error(c);
+  c.stages = 2, c.br = 64, c.warps = 2;
+  EXPECT_TRUE(test::contains(error(c), "take 4 or 8 warps")) << error(c);
 }
 
 TEST(AttentionTile, WgmmaConfigsSayWhichRule) {
