@@ -5,8 +5,9 @@
 # FlashAttention-2) in the same run; then the attention GPU tests of both schedules; then
 # the wgmma schedule's configs timed by `kiln run --bench` on the pinned graphs of
 # bench/tune (each run checked against the reference), by rewriting their tile lines.
-# The figures come first so that a run cut short at the call's limit still has them. Logs go to the folder given
-# (default out/attention), and all of them into one archive beside it, LOG_DIR.tgz.
+# The figures come first so that a run cut short at the call's limit still has them.
+# Logs go to the folder given (default out/attention), and all of them into one archive
+# beside it, LOG_DIR.tgz.
 #   usage: bench/attention-run.sh [LOG_DIR]
 #   PROMPT_CONFIGS and D64_CONFIGS ("bc:stages ...") choose the pinned configs timed;
 #   FIGURES_ONLY=1 stops after kiln bench.

@@ -108,12 +108,14 @@ $PROLOGUE_COMMIT
     kiln_copy_async_commit();
     kiln_copy_async_wait_group<$AHEAD>();
     __syncthreads();
-    if (kQHeld && t == 0) {
+    if constexpr (kQHeld) {
+      if (t == 0) {
 #pragma unroll
-      for (int mt = 0; mt < (kQHeld ? kTiles : 0); ++mt)
+        for (int mt = 0; mt < kTiles; ++mt)
 #pragma unroll
-        for (int kk = 0; kk < $D / 16; ++kk)
-          kiln_ldmatrix_x4(qf[mt][kk], smem + $NAME_chunk(warp_row + mt * 16 + (lane & 15), kk * 2 + (lane >> 4)));
+          for (int kk = 0; kk < $D / 16; ++kk)
+            kiln_ldmatrix_x4(qf[mt][kk], smem + $NAME_chunk(warp_row + mt * 16 + (lane & 15), kk * 2 + (lane >> 4)));
+      }
     }
     const unsigned k_tile = smem + $Q_BYTES + (t % $STAGES) * $STAGE_BYTES;
     const unsigned v_tile = k_tile + $KV_BYTES;
@@ -223,7 +225,6 @@ $EPILOGUE}
 constexpr const char* kDirectEpilogue = R"(
   // O / row sum (a row that saw no key gives zeros), through this warp's $WARP_ROWS rows of
   // the query tile, which no other warp reads, then out as 16-byte stores.
-  __syncwarp();  // the warp's last reads of its Q rows are done before they are overwritten
 #pragma unroll
   for (int i = 0; i < 2 * kTiles; ++i) {
     const int mt = i >> 1, h = i & 1;

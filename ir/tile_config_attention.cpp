@@ -137,12 +137,13 @@ void validate_attention(const Kernel& k, const TileConfig& c) {
   if (c.bc != 32 && c.bc != 64 && c.bc != 128) fail("bc must be 32, 64 or 128");
   // Fewer warps copy their tiles in more steps a thread, and one stage keeps more of them
   // in flight: with two row tiles a warp ptxas then spills (12-56 bytes at head dim 128).
-  if (attention_warp_row_tiles(c) == 2 && c.warps < 4)
-    fail("two row tiles a warp take 4 or 8 warps (ptxas spills with fewer)");
-  if (attention_warp_row_tiles(c) == 2 && k.attention.d > 64 && c.stages < 2)
-    fail("two row tiles a warp at head dim 128 take 2 stages or more (ptxas spills one)");
-  if (attention_warp_row_tiles(c) == 2 && k.attention.d > 64 && !attention_plain_score(k))
-    fail("two row tiles a warp at head dim 128 take a plain q . k score (with a fused score body ptxas spills)");
+  if (attention_warp_row_tiles(c) == 2) {
+    if (c.warps < 4) fail("two row tiles a warp take 4 or 8 warps (ptxas spills with fewer)");
+    if (k.attention.d > 64 && c.stages < 2)
+      fail("two row tiles a warp at head dim 128 take 2 stages or more (ptxas spills one)");
+    if (k.attention.d > 64 && !attention_plain_score(k))
+      fail("two row tiles a warp at head dim 128 take a plain q . k score (with a fused score body ptxas spills)");
+  }
   if (c.stages < 1 || c.stages > 3) fail("stages must be 1 to 3");
   if (c.stages == 3 && c.bc == 32) fail("three stages take key tiles of 64 or 128 rows (ptxas spills the 32-row loop)");
   if (c.split_k < 0 || c.split_k > 64) fail("split_k (splits of the keys) must be 0 to 64");

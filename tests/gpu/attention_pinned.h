@@ -40,6 +40,26 @@ inline runtime::ProgramOptions lowering_only() {
   return options;
 }
 
+// `got` against the reference's `want` within the output's bound; query row `zero_row`
+// (if >= 0) of every batch entry must be zeros in `got` and is left out of the comparison
+// (the primitives' reference gives NaN for a row that sees no key).
+inline void expect_matches_with_zero_row(HostTensor got, HostTensor want, const ir::Value& output, int64_t zero_row) {
+  const Shape& shape = want.type.shape;
+  const int64_t rows = shape[shape.size() - 2], d = shape.back(), batch = want.numel() / (rows * d);
+  if (zero_row >= 0) {
+    int nonzero = 0;
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t col = 0; col < d; ++col) {
+        const size_t at = static_cast<size_t>((b * rows + zero_row) * d + col);
+        nonzero += got.values[at] != 0.0;
+        got.values[at] = want.values[at] = 0.0;
+      }
+    EXPECT_EQ(nonzero, 0);
+  }
+  Comparison cmp = compare(got, want, rel_l2_bound_for(output));
+  EXPECT_TRUE(cmp.passed) << cmp.str();
+}
+
 using AttentionConfigs = std::function<std::vector<ir::TileConfig>(const ir::Kernel&)>;
 
 // The configs `configs_of` gives the graph's attention kernel, for this GPU's arch.
@@ -52,8 +72,7 @@ inline std::vector<ir::TileConfig> attention_configs(FusedAttention& f, const At
 }
 
 // Runs `graph` pinned at each config `configs_of` gives on random inputs against the
-// reference (none is a failure); query row `zero_row` (if >= 0) must come out zeros and is
-// left out of the comparison (the primitives' reference gives NaN for a row that sees no key).
+// reference (none is a failure), row `zero_row` as expect_matches_with_zero_row takes it.
 inline void expect_every_pinned_config_matches(const kiln::Graph& graph, const AttentionConfigs& configs_of,
                                                int64_t zero_row = -1) {
   FusedAttention f = fuse_attention(graph);
@@ -61,9 +80,7 @@ inline void expect_every_pinned_config_matches(const kiln::Graph& graph, const A
   const std::vector<ir::TileConfig> configs = attention_configs(f, configs_of);
   ASSERT_FALSE(configs.empty()) << "no such config of this kernel on this GPU";
   const std::vector<HostTensor> inputs = ir::random_inputs(graph.ir(), 11);
-  HostTensor want = ir::evaluate(graph.ir(), inputs)[0];
-  const Shape& shape = want.type.shape;
-  const int64_t rows = shape[shape.size() - 2], d = shape.back(), batch = want.numel() / (rows * d);
+  const HostTensor want = ir::evaluate(graph.ir(), inputs)[0];
   for (const ir::TileConfig& c : configs) {
     SCOPED_TRACE(c.str());
     f.graph.group(f.attention).tile = c.to_attrs();
@@ -71,20 +88,7 @@ inline void expect_every_pinned_config_matches(const kiln::Graph& graph, const A
     bool pinned = false;
     for (const runtime::CompiledKernel& k : p.kernels()) pinned = pinned || k.kernel.config == c;
     ASSERT_TRUE(pinned);
-    HostTensor got = p.run(inputs)[0];
-    HostTensor expected = want;
-    if (zero_row >= 0) {
-      int nonzero = 0;
-      for (int64_t b = 0; b < batch; ++b)
-        for (int64_t col = 0; col < d; ++col) {
-          const size_t at = static_cast<size_t>((b * rows + zero_row) * d + col);
-          nonzero += got.values[at] != 0.0;
-          got.values[at] = expected.values[at] = 0.0;
-        }
-      EXPECT_EQ(nonzero, 0);
-    }
-    Comparison cmp = compare(got, expected, rel_l2_bound_for(*graph.ir().outputs()[0]));
-    EXPECT_TRUE(cmp.passed) << cmp.str();
+    expect_matches_with_zero_row(p.run(inputs)[0], want, *graph.ir().outputs()[0], zero_row);
   }
 }
 

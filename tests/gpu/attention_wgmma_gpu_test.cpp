@@ -7,18 +7,14 @@
 
 #include <cmath>
 #include <random>
-#include <sstream>
 
 #include "../unit/attention_test_graphs.h"
 #include "frontend/kiln.h"
 #include "attention_pinned.h"
 #include "attention_reference_row.h"
 #include "gpu_test_util.h"
-#include "ir/compare.h"
 #include "ir/interpreter.h"
-#include "ir/printer.h"
 #include "ir/tile_config_attention_wgmma.h"
-#include "passes/pass_manager.h"
 #include "runtime/program.h"
 
 namespace kiln {
