@@ -9,7 +9,8 @@
 # Logs go to the folder given (default out/attention), and all of them into one archive
 # beside it, LOG_DIR.tgz.
 #   usage: bench/attention-run.sh [LOG_DIR]
-#   PROMPT_CONFIGS and D64_CONFIGS ("bc:stages ...") choose the pinned configs timed;
+#   PROMPT_CONFIGS and D64_CONFIGS ("bc:stages" or "br:bc:stages", ...) choose the pinned
+#   configs timed (br 192: three consumer warpgroups);
 #   FIGURES_ONLY=1 stops after kiln bench.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -47,16 +48,19 @@ else
     echo "$2: $(grep -E "rel_l2|^PASS|^FAIL|^bench: " "$out/run-$2.log" | cut -c1-90 | tr '\n' ' ')"
   }
   # Each graph's tile line rewritten to every (bc, stages) named for it.
-  sweep() {  # file label "bc:stages ..."
-    local bc stages config
+  sweep() {  # file label "[br:]bc:stages ..." (br 128, two consumers, unless named)
+    local br bc stages config name
     for config in $3; do
-      bc="${config%:*}" stages="${config#*:}"
-      sed "s/bc = 128, warps = 12, stages = 2/bc = $bc, warps = 12, stages = $stages/" "$1" > "$out/$2-bc$bc-s$stages.kiln"
-      run_pinned "$out/$2-bc$bc-s$stages.kiln" "$2-bc$bc-s$stages"
+      IFS=: read -r br bc stages <<< "$config"
+      [[ -z "$stages" ]] && { stages="$bc" bc="$br" br=128; }
+      name="$2-br$br-bc$bc-s$stages"
+      sed "s/br = 128, bc = 128, warps = 12, stages = 2/br = $br, bc = $bc, warps = $(( 4 * (br / 64 + 1) )), stages = $stages/" \
+        "$1" > "$out/$name.kiln"
+      run_pinned "$out/$name.kiln" "$name"
     done
   }
   sweep bench/tune/attention_wgmma_f16_4x16x4096x128.kiln prompt "${PROMPT_CONFIGS:-128:2 128:3 64:2 64:3}"
-  sweep bench/tune/attention_wgmma_causal_f16_4x16x2048x64.kiln causal-d64 "${D64_CONFIGS:-128:2}"
+  sweep bench/tune/attention_wgmma_causal_f16_4x16x2048x64.kiln causal-d64 "${D64_CONFIGS:-128:2 192:128:2 192:64:2}"
   # (The GQA prompt's pinned graph is left to kiln bench: kiln run's CPU check of its
   # 4 x 32 x 4096 x 4096 scores takes minutes.)
   run_pinned examples/attention_hopper.kiln causal-d128

@@ -1,18 +1,18 @@
 // The attention kind's wgmma schedule (sm_90a), after FlashAttention-3. A block owns 128
-// query rows of one batch entry:
+// or 192 query rows of one batch entry:
 //
 //   warpgroup 0 (producer): gives back most of its registers; its first thread has the
 //     copy engine load the query tile once, then each key tile and each value tile into
 //     the next of `stages` buffers as soon as the consumers have freed it (an `empty`
 //     mbarrier per buffer; a `full` one completes when the bytes have landed).
-//   warpgroups 1 and 2 (consumers): take the registers; each owns 64 query rows. For key
+//   warpgroups 1 to 2 or 3 (consumers): take the registers; each owns 64 query rows. For key
 //     tile t a consumer issues S = Q K^T (wgmma, both operands in shared memory), then
 //     O += P V for tile t - 1 (wgmma with P from its registers as the A operand, V read
 //     N-major), and while those run, the online softmax of tile t - 1 is done, so it
 //     runs the softmax of tile t on S as soon as S is ready, then rescales O once the
 //     product of tile t - 1 has finished and packs the new P into its A fragments.
-//     The two consumers take turns at the Tensor Cores (two named barriers): one's
-//     softmax runs while the other's products do.
+//     The consumers take turns at the Tensor Cores (a ring of named barriers): one's
+//     softmax runs while the others' products do.
 //
 // Every tile is rows of 128 bytes (64 f16 / bf16 elements) with the 128-byte swizzle;
 // a head dim of 128 is two such column blocks. The wgmma accumulator layout per warp is
@@ -37,8 +37,6 @@ namespace {
 
 constexpr int kSwizzleBytes = 128;  // one swizzled row: 64 elements of a column block
 constexpr int kColumnBlock = 64;
-constexpr int kProducerRegisters = 24;
-constexpr int kConsumerRegisters = 240;  // 168 at launch, plus half of what the producer gives back
 
 constexpr const char* kKernel = R"(
 extern "C" __global__ void __launch_bounds__($THREADS, 1) $NAME($PARAMS) {
@@ -59,8 +57,8 @@ extern "C" __global__ void __launch_bounds__($THREADS, 1) $NAME($PARAMS) {
     for (int s = 0; s < $STAGES; ++s) {
       kiln_mbarrier_init(k_full + 8u * s, 1u);  // the producer's arrival, then the bytes
       kiln_mbarrier_init(v_full + 8u * s, 1u);
-      kiln_mbarrier_init(k_empty + 8u * s, 8u);  // one arrival per consumer warp
-      kiln_mbarrier_init(v_empty + 8u * s, 8u);
+      kiln_mbarrier_init(k_empty + 8u * s, $CONSUMER_WARPSu);  // one arrival per consumer warp
+      kiln_mbarrier_init(v_empty + 8u * s, $CONSUMER_WARPSu);
     }
     kiln_mbarrier_init_fence();
   }
@@ -77,7 +75,7 @@ $LOAD_Q
       const unsigned phase = (unsigned)(t / $STAGES) & 1u;
       const unsigned k_tile = smem + $Q_BYTES + stage * 2 * $KV_BYTES, v_tile = k_tile + $KV_BYTES;
       const int kv0 = t * $BC;
-      kiln_mbarrier_wait(k_empty + 8u * stage, phase ^ 1u);  // both consumers are done with it
+      kiln_mbarrier_wait(k_empty + 8u * stage, phase ^ 1u);  // every consumer is done with it
       kiln_mbarrier_expect_bytes(k_full + 8u * stage, $KV_BYTES);
 $LOAD_K
       kiln_mbarrier_wait(v_empty + 8u * stage, phase ^ 1u);
@@ -103,8 +101,8 @@ $LOAD_V
   // their exponentials.
   float row_max[2] = {__int_as_float(0xff800000), __int_as_float(0xff800000)}, row_sum[2] = {0.0f, 0.0f};
   // The consumers take turns at the Tensor Cores: consumer c waits at barrier 2 + c and
-  // lets the other go with an arrival at 3 - c once it has issued its products.
-  if (consumer == 1) kiln_named_barrier_arrive(2, 256);  // the first turn is consumer 0's
+  // lets the next go with an arrival at its barrier once it has issued its products.
+  if (consumer == $CONSUMERS - 1) kiln_named_barrier_arrive(2, 256);  // the first turn is consumer 0's
   kiln_mbarrier_wait(q_full, 0u);
 
   // Key tile 0: S alone.
@@ -115,7 +113,7 @@ $LOAD_V
     kiln_wgmma_fence();
 $SCORES
     kiln_wgmma_commit();
-    kiln_named_barrier_arrive(3 - consumer, 256);
+    kiln_named_barrier_arrive($NEXT_TURN, 256);
     kiln_wgmma_wait<0>();
     if (lane == 0) kiln_mbarrier_arrive(k_empty);
 $SOFTMAX
@@ -135,7 +133,7 @@ $SCORES
     kiln_wgmma_commit();
 $VALUES
     kiln_wgmma_commit();
-    kiln_named_barrier_arrive(3 - consumer, 256);
+    kiln_named_barrier_arrive($NEXT_TURN, 256);
     kiln_wgmma_wait<1>();  // S has landed; O += P V may still run
     if (lane == 0) kiln_mbarrier_arrive(k_empty + 8u * stage);
 $SOFTMAX
@@ -161,7 +159,7 @@ $VALUES
     kiln_wgmma_commit();
     kiln_wgmma_wait<0>();
   }
-  // Consumer 1 arrived once more than consumer 0 waited (its head start): take it.
+  // The last consumer arrived once more than consumer 0 waited (its head start): take it.
   if (consumer == 0) kiln_named_barrier_sync(2, 256);
 
   // O / row sum (a row that saw no key gives zeros), through this warp's 16 rows of the
@@ -272,6 +270,7 @@ public:
     const bool plain = ir::attention_plain_score(k_);
     const bool bf16 = a_.dtype == DType::bf16;
     const int q_block = c_.br * kSwizzleBytes, kv_block = c_.bc * kSwizzleBytes;
+    const int consumers = ir::attention_wgmma_consumers(c_);
     std::vector<std::string> params = gemm_pointer_params(k_, params_);
     for (const char* map : {"map_q", "map_k", "map_v"})
       params.push_back(fmt::format("const __grid_constant__ kiln_tensor_map {}", map));
@@ -280,8 +279,11 @@ public:
         {"T", std::string(storage_type(a_.dtype))},
         {"PACK", bf16 ? "kiln_pack2_bf16" : "kiln_pack2_f16"},
         {"THREADS", std::to_string(ir::attention_threads(c_))},
-        {"PRODUCER_REGISTERS", std::to_string(kProducerRegisters)},
-        {"CONSUMER_REGISTERS", std::to_string(kConsumerRegisters)},
+        {"PRODUCER_REGISTERS", std::to_string(ir::attention_wgmma_producer_registers(c_))},
+        {"CONSUMER_REGISTERS", std::to_string(ir::attention_wgmma_consumer_registers(c_))},
+        {"CONSUMERS", std::to_string(consumers)},
+        {"CONSUMER_WARPS", std::to_string(4 * consumers)},
+        {"NEXT_TURN", consumers == 2 ? "3 - consumer" : fmt::format("2 + (consumer + 1) % {}", consumers)},
         {"BR", std::to_string(c_.br)},
         {"BC", std::to_string(c_.bc)},
         {"D", std::to_string(a_.d)},
@@ -330,9 +332,9 @@ private:
   std::string header() const {
     std::string s = attention_header_title(k_);
     s += "// Config " + c_.str() + " (FlashAttention-3's schedule):\n";
-    s += fmt::format("//   a block owns {} query rows of one batch entry: a producer warpgroup (TMA) and two consumer "
+    s += fmt::format("//   a block owns {} query rows of one batch entry: a producer warpgroup (TMA) and {} consumer "
                      "warpgroups of 64 rows, {} bytes of shared memory\n",
-                     c_.br, ir::attention_shared_bytes(k_, c_));
+                     c_.br, ir::attention_wgmma_consumers(c_) == 2 ? "two" : "three", ir::attention_shared_bytes(k_, c_));
     s += fmt::format("//   Q loaded once; K and V tiles of {} rows through {} buffers each, 128-byte swizzled\n", c_.bc,
                      c_.stages);
     s += fmt::format("//   S = Q K^T on wgmma m64n{}k16 from shared memory; O += P V on wgmma m64n{}k16 with P from "

@@ -4,6 +4,7 @@
 // body's forms (a bias, a band) compile too; the source reads as the schedule it is.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <regex>
 #include <string>
 
@@ -201,6 +202,29 @@ TEST(AttentionCodegen, TheHopperSourceReadsAsFlashAttention3) {
   const std::string biased = codegen::emit_cuda(
       with_wgmma(attention_kernel(test::hand_written_attention(DType::f16, {{2}, 200, 200, 64}, Mask::Bias))));
   EXPECT_TRUE(contains(biased, "k0_score(s[4 * n + r] * ")) << biased;
+}
+
+// Three consumers (192 query rows, 16 warps): a ring of three turns at the Tensor Cores,
+// 160 registers each, twelve warps free a buffer, a 192-row query box.
+TEST(AttentionCodegen, ThreeConsumersTakeTurnsInARing) {
+  ir::Kernel k = attention_kernel(test::composite_attention(DType::f16, {{4, 16}, 2048, 2048, 64}, true));
+  const std::vector<ir::TileConfig> configs = ir::attention_wgmma_candidates(k);
+  const auto three = std::find_if(configs.begin(), configs.end(), [](const ir::TileConfig& c) { return c.br == 192; });
+  ASSERT_NE(three, configs.end());
+  k.config = *three;
+  EXPECT_EQ(k.config.warps, 16);
+  EXPECT_EQ(ir::attention_wgmma_consumer_registers(k.config), 160);
+  const std::string cuda = codegen::emit_cuda(k);
+  for (const char* part :
+       {"three consumer warpgroups of 64 rows", "__launch_bounds__(512, 1)", "kiln_registers_release<24>",
+        "kiln_registers_claim<160>", "kiln_mbarrier_init(k_empty + 8u * s, 12u)",
+        "if (consumer == 3 - 1) kiln_named_barrier_arrive(2, 256)", "kiln_named_barrier_sync(2 + consumer, 256)",
+        "kiln_named_barrier_arrive(2 + (consumer + 1) % 3, 256)", "min(2048, q0 + 192)"})
+    EXPECT_TRUE(contains(cuda, part)) << part << "\n" << cuda;
+  const codegen::LaunchDims d = codegen::launch_dims(k);
+  EXPECT_EQ(d.block[0], 512u);
+  EXPECT_EQ(d.grid[0], 11u);  // 2048 rows in tiles of 192
+  EXPECT_EQ(d.tensor_maps[0].box[1], 192u);
 }
 
 TEST(AttentionCodegen, HopperTensorMapsFollowTheOperandsLayouts) {

@@ -327,13 +327,22 @@ TEST(AttentionTile, WgmmaConfigsSayWhichRule) {
   EXPECT_EQ(error(base), "no error");
   ir::TileConfig c = base;
   c.br = 64;
-  EXPECT_TRUE(test::contains(error(c), "takes br = 128 and warps = 12")) << error(c);
+  EXPECT_TRUE(test::contains(error(c), "takes br = 128 with warps = 12 or br = 192 with warps = 16")) << error(c);
+  c = base;
+  c.br = 192;  // three consumers need a fourth warpgroup
+  EXPECT_TRUE(test::contains(error(c), "takes br = 128 with warps = 12")) << error(c);
   c = base;
   c.bc = 32;
   EXPECT_TRUE(test::contains(error(c), "bc must be 64, 128 or 192")) << error(c);
   c = base;
-  c.bc = 192;  // head dim 128: 192 keys' scores and probabilities next to the output spill
-  EXPECT_TRUE(test::contains(error(c), "spill")) << error(c);
+  c.br = 192;  // head dim 128: three consumers' 160 registers cannot hold 128 keys' scores and the output
+  c.warps = 16;
+  EXPECT_TRUE(test::contains(error(c), "would hold 160 score, probability and output registers; more than 128 spill"))
+      << error(c);
+  c = base;
+  c.bc = 192;  // three stages of 192 keys at head dim 128 do not fit in shared memory
+  c.stages = 3;
+  EXPECT_TRUE(test::contains(error(c), "shared memory")) << error(c);
   c = base;
   c.stages = 1;
   EXPECT_TRUE(test::contains(error(c), "stages must be 2 to 4")) << error(c);
@@ -356,7 +365,10 @@ TEST(AttentionTile, WgmmaConfigsExistOnSm90aOnlyAndLeadForPrompts) {
       SCOPED_TRACE(fmt::format("d {} s {}", d, s));
       EXPECT_EQ(k.config.schedule, s > 64 ? ir::kWgmma : ir::kMmaSync) << k.config.str();
       const std::vector<ir::TileConfig> wgmma = ir::attention_wgmma_candidates(k);
-      EXPECT_EQ(wgmma.size(), d == 64 ? 6u : 4u);
+      // Two consumers: bc 64 and 128 at 2 or 3 stages, bc 192 (at head dim 128 in two
+      // stages only); three consumers: bc 64 at 2 or 3 stages, and bc 128 at head dim 64.
+      EXPECT_EQ(wgmma.size(), d == 64 ? 10u : 7u);
+      EXPECT_EQ(wgmma.front().br, 128);
       for (const ir::TileConfig& c : wgmma) EXPECT_NO_THROW(ir::validate(k, c)) << c.str();
       const std::vector<ir::TileConfig> sweep = ir::attention_candidates(k);
       EXPECT_EQ(sweep.front().schedule, s > 64 ? ir::kWgmma : ir::kMmaSync);
