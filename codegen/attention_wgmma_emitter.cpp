@@ -5,7 +5,7 @@
 //     copy engine load the query tile once, then each key tile and each value tile into
 //     the next of `stages` buffers as soon as the consumers have freed it (an `empty`
 //     mbarrier per buffer; a `full` one completes when the bytes have landed).
-//   warpgroups 1 to 2 or 3 (consumers): take the registers; each owns 64 query rows. For key
+//   warpgroups 1, 2 (and 3 at br 192; consumers): take the registers; each owns 64 query rows. For key
 //     tile t a consumer issues S = Q K^T (wgmma, both operands in shared memory), then
 //     O += P V for tile t - 1 (wgmma with P from its registers as the A operand, V read
 //     N-major), and while those run, the online softmax of tile t - 1 is done, so it
@@ -270,7 +270,6 @@ public:
     const bool plain = ir::attention_plain_score(k_);
     const bool bf16 = a_.dtype == DType::bf16;
     const int q_block = c_.br * kSwizzleBytes, kv_block = c_.bc * kSwizzleBytes;
-    const int consumers = ir::attention_wgmma_consumers(c_);
     std::vector<std::string> params = gemm_pointer_params(k_, params_);
     for (const char* map : {"map_q", "map_k", "map_v"})
       params.push_back(fmt::format("const __grid_constant__ kiln_tensor_map {}", map));
@@ -279,11 +278,11 @@ public:
         {"T", std::string(storage_type(a_.dtype))},
         {"PACK", bf16 ? "kiln_pack2_bf16" : "kiln_pack2_f16"},
         {"THREADS", std::to_string(ir::attention_threads(c_))},
-        {"PRODUCER_REGISTERS", std::to_string(ir::attention_wgmma_producer_registers(c_))},
+        {"PRODUCER_REGISTERS", std::to_string(ir::kAttentionWgmmaProducerRegisters)},
         {"CONSUMER_REGISTERS", std::to_string(ir::attention_wgmma_consumer_registers(c_))},
-        {"CONSUMERS", std::to_string(consumers)},
-        {"CONSUMER_WARPS", std::to_string(4 * consumers)},
-        {"NEXT_TURN", consumers == 2 ? "3 - consumer" : fmt::format("2 + (consumer + 1) % {}", consumers)},
+        {"CONSUMERS", std::to_string(consumers())},
+        {"CONSUMER_WARPS", std::to_string(4 * consumers())},
+        {"NEXT_TURN", consumers() == 2 ? "3 - consumer" : fmt::format("2 + (consumer + 1) % {}", consumers())},
         {"BR", std::to_string(c_.br)},
         {"BC", std::to_string(c_.bc)},
         {"D", std::to_string(a_.d)},
@@ -329,12 +328,14 @@ public:
   }
 
 private:
+  int consumers() const { return ir::attention_wgmma_consumers(c_); }
+
   std::string header() const {
     std::string s = attention_header_title(k_);
     s += "// Config " + c_.str() + " (FlashAttention-3's schedule):\n";
     s += fmt::format("//   a block owns {} query rows of one batch entry: a producer warpgroup (TMA) and {} consumer "
                      "warpgroups of 64 rows, {} bytes of shared memory\n",
-                     c_.br, ir::attention_wgmma_consumers(c_) == 2 ? "two" : "three", ir::attention_shared_bytes(k_, c_));
+                     c_.br, consumers() == 2 ? "two" : "three", ir::attention_shared_bytes(k_, c_));
     s += fmt::format("//   Q loaded once; K and V tiles of {} rows through {} buffers each, 128-byte swizzled\n", c_.bc,
                      c_.stages);
     s += fmt::format("//   S = Q K^T on wgmma m64n{}k16 from shared memory; O += P V on wgmma m64n{}k16 with P from "

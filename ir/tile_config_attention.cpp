@@ -208,14 +208,14 @@ int decode_splits(const Kernel& k, const TileConfig& c) {
 
 std::vector<TileConfig> attention_wgmma_candidates(const Kernel& k) {
   std::vector<TileConfig> out;
-  for (int br : {kAttentionWgmmaRows, 3 * kAttentionWgmmaConsumerRows})
+  for (int br : {2 * kAttentionWgmmaConsumerRows, 3 * kAttentionWgmmaConsumerRows})
     for (int bc : {128, 64, 192})
       for (int stages : {2, 3}) {
         TileConfig c;
         c.schedule = kWgmma;
         c.br = br;
         c.bc = bc;
-        c.warps = 4 * (br / kAttentionWgmmaConsumerRows + 1);
+        c.warps = attention_wgmma_warps(br);
         c.stages = stages;
         if (legal(k, c)) out.push_back(c);
       }

@@ -26,7 +26,7 @@ namespace {
 constexpr int64_t kLoopRegisters = 32;
 constexpr int kMaxTmaRank = 5;
 constexpr int kRegisterFile = 65536;
-constexpr int kProducerRegisters = 24;
+constexpr int kWarpgroupThreads = 128;
 
 int64_t held_registers(const Kernel& k, const TileConfig& c) {
   return c.bc / 2 + c.bc / 4 + k.attention.dv / 2;
@@ -36,12 +36,12 @@ int64_t held_registers(const Kernel& k, const TileConfig& c) {
 
 int attention_wgmma_consumers(const TileConfig& c) { return c.br / kAttentionWgmmaConsumerRows; }
 
-int attention_wgmma_producer_registers(const TileConfig&) { return kProducerRegisters; }
+int attention_wgmma_warps(int br) { return 4 * (br / kAttentionWgmmaConsumerRows + 1); }
 
 // 240 for two consumers, 160 for three (setmaxnreg counts in eights).
 int attention_wgmma_consumer_registers(const TileConfig& c) {
-  const int consumers = attention_wgmma_consumers(c);
-  const int per_thread = (kRegisterFile / 128 - kProducerRegisters) / consumers;
+  const int per_thread =
+      (kRegisterFile / kWarpgroupThreads - kAttentionWgmmaProducerRegisters) / attention_wgmma_consumers(c);
   return std::min(240, per_thread / 8 * 8);
 }
 
@@ -76,7 +76,7 @@ void validate_attention_wgmma(const Kernel& k, const TileConfig& c) {
     throw Error(fmt::format("kernel @{}: tile config {}: {}", k.name, c.str(), rule));
   };
   if (std::string why = attention_wgmma_unsupported(k); !why.empty()) fail(why);
-  if ((c.br != 128 && c.br != 192) || c.warps != 4 * (attention_wgmma_consumers(c) + 1))
+  if ((c.br != 128 && c.br != 192) || c.warps != attention_wgmma_warps(c.br))
     fail("schedule wgmma takes br = 128 with warps = 12 or br = 192 with warps = 16 (a producer warpgroup and two "
          "or three consumers of 64 rows)");
   if (c.bc != 64 && c.bc != 128 && c.bc != 192) fail("bc must be 64, 128 or 192 under schedule wgmma");

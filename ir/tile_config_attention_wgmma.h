@@ -11,18 +11,17 @@ namespace kiln::ir {
 
 struct Kernel;
 
-// A block: a producer warpgroup and two consumer warpgroups of 64 query rows.
-// Each consumer warpgroup owns 64 query rows; a block has two consumers (br = 128, 12
-// warps with the producer) or three (br = 192, 16 warps).
+// A block: a producer warpgroup and two consumer warpgroups of 64 query rows (br = 128,
+// 12 warps) or three (br = 192, 16 warps).
 inline constexpr int kAttentionWgmmaConsumerRows = 64;
-inline constexpr int kAttentionWgmmaRows = 128;
-inline constexpr int kAttentionWgmmaWarps = 12;
+inline constexpr int kAttentionWgmmaProducerRegisters = 24;  // what setmaxnreg leaves the producer
 
 int attention_wgmma_consumers(const TileConfig& c);
+// The warps of a block of `br` query rows: the producer's four and four a consumer.
+int attention_wgmma_warps(int br);
 // What setmaxnreg gives each consumer thread: the file (64K registers) less the producer's
 // share, split between the consumers.
 int attention_wgmma_consumer_registers(const TileConfig& c);
-int attention_wgmma_producer_registers(const TileConfig& c);
 
 // Why the wgmma schedule cannot run the kernel (the target, an operand a tensor map
 // cannot describe); empty when it can.
