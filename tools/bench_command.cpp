@@ -78,16 +78,21 @@ std::vector<Job> jobs_of(const BenchArgs& a) {
   for (const std::string& name : a.cases) cases.push_back(&runtime::find_bench_case(name));
   std::optional<std::vector<BenchSize>> sizes;
   if (!a.sizes.empty()) sizes = runtime::parse_bench_sizes(a.sizes);
-  // --sizes with no case named runs each size in the cases that take its form; a case
-  // named with a size of the other form is an error.
+  // --sizes runs each size in the cases (named, or all) that take its form, so that one
+  // list can serve `attention attention_causal`; a size that no named case takes is an error.
+  if (sizes && !a.cases.empty())
+    for (const BenchSize& s : *sizes) {
+      bool taken = false;
+      for (const BenchCase* c : cases) taken = taken || c->takes(s);
+      if (taken) continue;
+      if (cases.size() == 1) runtime::check_size_form(*cases.front(), s);
+      throw Error(fmt::format("size {} fits none of the benchmark cases named ({})", s.str(), fmt::join(a.cases, ", ")));
+    }
   std::vector<Job> jobs;
   for (const BenchCase* c : cases)
     for (DType t : c->dtypes)
-      for (const BenchSize& s : sizes.value_or(c->sizes)) {
-        if (!a.cases.empty()) runtime::check_size_form(*c, s);
-        else if (!c->takes(s)) continue;
-        jobs.push_back({c, t, s});
-      }
+      for (const BenchSize& s : sizes.value_or(c->sizes))
+        if (c->takes(s)) jobs.push_back({c, t, s});
   return jobs;
 }
 
