@@ -1,12 +1,16 @@
-// The attention kind's wgmma schedule (sm_90a), after FlashAttention-3. A block owns 128
-// or 192 query rows of one batch entry:
+// The attention kind's wgmma schedule (sm_90a), after FlashAttention-3. Blocks are
+// persistent, one an SM: each takes work items (128 or 192 query rows of one batch entry)
+// from a counter until none is left, so that one item's last products and output overlap
+// the next one's loads.
 //
-//   warpgroup 0 (producer): gives back most of its registers; its first thread has the
-//     copy engine load the query tile once, then each key tile and each value tile into
-//     the next of `stages` buffers as soon as the consumers have freed it (an `empty`
-//     mbarrier per buffer; a `full` one completes when the bytes have landed).
-//   warpgroups 1, 2 (and 3 at br 192; consumers): take the registers; each owns 64 query rows. For key
-//     tile t a consumer issues S = Q K^T (wgmma, both operands in shared memory), then
+//   warpgroup 0 (producer): gives back most of its registers; its first thread takes the
+//     next item, hands it to the consumers through shared memory and has the copy engine
+//     load its query tile (once the consumers' last products on the previous one have
+//     finished), then each key tile and each value tile into the next of `stages`
+//     buffers as soon as the consumers have freed it (an `empty` mbarrier per buffer; a
+//     `full` one completes when the bytes have landed).
+//   warpgroups 1, 2 (and 3 at br 192; consumers): take the registers; each owns 64 query
+//     rows of the item. For key tile t a consumer issues S = Q K^T (wgmma, both operands in shared memory), then
 //     O += P V for tile t - 1 (wgmma with P from its registers as the A operand, V read
 //     N-major), and while those run, the online softmax of tile t - 1 is done, so it
 //     runs the softmax of tile t on S as soon as S is ready, then rescales O once the
@@ -21,6 +25,7 @@
 // mma.sync.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 
 #include "codegen/attention_emitter.h"
@@ -29,6 +34,7 @@
 #include "codegen/kernel_params.h"
 #include "codegen/scalar_emit.h"
 #include "ir/error.h"
+#include "ir/tile_config.h"
 #include "ir/tile_config_attention_wgmma.h"
 
 namespace kiln::codegen {
@@ -42,22 +48,21 @@ constexpr const char* kKernel = R"(
 extern "C" __global__ void __launch_bounds__($THREADS, 1) $NAME($PARAMS) {
   extern __shared__ __align__(1024) unsigned char kiln_smem[];
   // The query tile, then $STAGES pairs of a key and a value tile, 1024-byte aligned (the
-  // swizzle repeats every 8 rows of 128 bytes), then the mbarriers.
+  // swizzle repeats every 8 rows of 128 bytes), then the mbarriers and the slot through
+  // which the producer hands each work item to the consumers.
   const unsigned smem = ((unsigned)__cvta_generic_to_shared(kiln_smem) + 1023u) & ~1023u;
   const unsigned q_tile = smem, bars = smem + $Q_BYTES + $STAGES * 2 * $KV_BYTES;
-  const unsigned q_full = bars, k_full = bars + 8u, v_full = k_full + $STAGES * 8u;
+  const unsigned q_full = bars, q_empty = bars + 8u, k_full = bars + 16u, v_full = k_full + $STAGES * 8u;
   const unsigned k_empty = v_full + $STAGES * 8u, v_empty = k_empty + $STAGES * 8u;
-  const int q0 = ($TILE_ORDER) * $BR;
-  const unsigned batch = blockIdx.y;
-  // The key tiles this block needs: all of them, or up to its last row's diagonal.
-  const int kv_end = $KV_END;
-  const int tiles = (kv_end + $BC - 1) / $BC;
+  volatile int* const handed =
+      reinterpret_cast<volatile int*>(kiln_smem + (v_empty + $STAGES * 8u - (unsigned)__cvta_generic_to_shared(kiln_smem)));
   if (threadIdx.x == 0) {
     kiln_mbarrier_init(q_full, 1u);
+    kiln_mbarrier_init(q_empty, $CONSUMER_WARPSu);  // one arrival per consumer warp
     for (int s = 0; s < $STAGES; ++s) {
       kiln_mbarrier_init(k_full + 8u * s, 1u);  // the producer's arrival, then the bytes
       kiln_mbarrier_init(v_full + 8u * s, 1u);
-      kiln_mbarrier_init(k_empty + 8u * s, $CONSUMER_WARPSu);  // one arrival per consumer warp
+      kiln_mbarrier_init(k_empty + 8u * s, $CONSUMER_WARPSu);
       kiln_mbarrier_init(v_empty + 8u * s, $CONSUMER_WARPSu);
     }
     kiln_mbarrier_init_fence();
@@ -68,127 +73,156 @@ extern "C" __global__ void __launch_bounds__($THREADS, 1) $NAME($PARAMS) {
   if (warpgroup == 0) {  // the producer
     kiln_registers_release<$PRODUCER_REGISTERS>();
     if (threadIdx.x != 0) return;
-    kiln_mbarrier_expect_bytes(q_full, $Q_BYTES);
+    unsigned loaded = 0;  // key tiles loaded so far, over the block's items
+    for (unsigned j = 0;; ++j) {
+      const int item = (int)atomicAdd(&$NAME_next_item, 1u);
+      // The consumers' last products on the previous item's query tile have finished.
+      kiln_mbarrier_wait(q_empty, (j & 1u) ^ 1u);
+      if (item >= $ITEMS) {
+        *handed = -1;  // no more work: the consumers leave
+        kiln_mbarrier_arrive(q_full);
+        break;
+      }
+      *handed = item;
+$PRODUCER_ITEM      kiln_mbarrier_expect_bytes(q_full, $Q_BYTES);
 $LOAD_Q
-    for (int t = 0; t < tiles; ++t) {
-      const int stage = t % $STAGES;
-      const unsigned phase = (unsigned)(t / $STAGES) & 1u;
-      const unsigned k_tile = smem + $Q_BYTES + stage * 2 * $KV_BYTES, v_tile = k_tile + $KV_BYTES;
-      const int kv0 = t * $BC;
-      kiln_mbarrier_wait(k_empty + 8u * stage, phase ^ 1u);  // every consumer is done with it
-      kiln_mbarrier_expect_bytes(k_full + 8u * stage, $KV_BYTES);
+      // (Not unrolled: with a known count ptxas would unroll it past the producer's 24
+      // registers and spill.)
+#pragma unroll 1
+      for (int t = 0; t < tiles; ++t, ++loaded) {
+        const int stage = (int)(loaded % $STAGESu);
+        const unsigned phase = (loaded / $STAGESu) & 1u;
+        const unsigned k_tile = smem + $Q_BYTES + stage * 2 * $KV_BYTES, v_tile = k_tile + $KV_BYTES;
+        const int kv0 = t * $BC;
+        kiln_mbarrier_wait(k_empty + 8u * stage, phase ^ 1u);  // every consumer is done with it
+        kiln_mbarrier_expect_bytes(k_full + 8u * stage, $KV_BYTES);
 $LOAD_K
-      kiln_mbarrier_wait(v_empty + 8u * stage, phase ^ 1u);
-      kiln_mbarrier_expect_bytes(v_full + 8u * stage, $KV_BYTES);
+        kiln_mbarrier_wait(v_empty + 8u * stage, phase ^ 1u);
+        kiln_mbarrier_expect_bytes(v_full + 8u * stage, $KV_BYTES);
 $LOAD_V
+      }
+    }
+    // Every block has taken its last item: the last one here resets the counters for the
+    // next launch.
+    __threadfence();
+    if (atomicAdd(&$NAME_blocks_done, 1u) == gridDim.x - 1) {
+      atomicExch(&$NAME_next_item, 0u);
+      atomicExch(&$NAME_blocks_done, 0u);
     }
     return;
   }
 
-  // A consumer: query rows [q0 + consumer * 64, +64), 16 a warp.
+  // A consumer: query rows [q0 + consumer * 64, +64) of each item, 16 a warp.
   kiln_registers_claim<$CONSUMER_REGISTERS>();
   const int consumer = warpgroup - 1;
-  const int warp = (int)threadIdx.x / 32 % 4, lane = (int)threadIdx.x % 32;
-  [[maybe_unused]] const int row0 = q0 + consumer * 64 + warp * 16 + lane / 4;  // this thread's rows: row0, row0 + 8
-  const int last_key[2] = {$LAST_KEY0, $LAST_KEY1};  // the last key each of them sees
+  const int lane = (int)threadIdx.x % 32;
+  // This thread's first row in an item: 16 a warp after the producer's 4 warps, 64 a consumer.
+  const int first_row = ((int)threadIdx.x / 32 - 4) * 16 + lane / 4;
   const unsigned q_rows = q_tile + (unsigned)consumer * 64u * $SWIZZLE_BYTES;
-  float s[$BC / 2];       // the scores of the current key tile (fp32 accumulators)
-  unsigned p[$BC / 16][4];  // the previous tile's probabilities as A fragments, 16 keys each
-  float o[$D / 2];        // the output rows (fp32 accumulators)
-#pragma unroll
-  for (int c = 0; c < $D / 2; ++c) o[c] = 0.0f;
-  // Per row: the running max of the scores and this lane's part of the running sum of
-  // their exponentials.
-  float row_max[2] = {__int_as_float(0xff800000), __int_as_float(0xff800000)}, row_sum[2] = {0.0f, 0.0f};
   // The consumers take turns at the Tensor Cores: consumer c waits at barrier 2 + c and
   // lets the next go with an arrival at its barrier once it has issued its products.
   if (consumer == $CONSUMERS - 1) kiln_named_barrier_arrive(2, 256);  // the first turn is consumer 0's
-  kiln_mbarrier_wait(q_full, 0u);
-
-  // Key tile 0: S alone.
-  {
-    const int t = 0, stage = 0;
-    kiln_named_barrier_sync(2 + consumer, 256);
-    kiln_mbarrier_wait(k_full, 0u);
-    kiln_wgmma_fence();
-$SCORES
-    kiln_wgmma_commit();
-    kiln_named_barrier_arrive($NEXT_TURN, 256);
-    kiln_wgmma_wait<0>();
-    if (lane == 0) kiln_mbarrier_arrive(k_empty);
-$SOFTMAX
-$PACK_P
-  }
-  // Key tile t: S = Q K^T of tile t, then O += P V of tile t - 1 in the same turn; the
-  // softmax of tile t runs while the second product does.
-  for (int t = 1; t < tiles; ++t) {
-    const int stage = t % $STAGES, last = (t - 1) % $STAGES;
-    kiln_named_barrier_sync(2 + consumer, 256);
-    kiln_mbarrier_wait(k_full + 8u * stage, (unsigned)(t / $STAGES) & 1u);
-    // (V of tile t - 1 was loaded before K of tile t; waiting here keeps the products'
-    // issue free of a spin loop, which would serialise them.)
-    kiln_mbarrier_wait(v_full + 8u * last, (unsigned)((t - 1) / $STAGES) & 1u);
-    kiln_wgmma_fence();
-$SCORES
-    kiln_wgmma_commit();
-$VALUES
-    kiln_wgmma_commit();
-    kiln_named_barrier_arrive($NEXT_TURN, 256);
-    kiln_wgmma_wait<1>();  // S has landed; O += P V may still run
-    if (lane == 0) kiln_mbarrier_arrive(k_empty + 8u * stage);
-$SOFTMAX
-    // The previous tile's product has finished: its value tile is free, O takes the
-    // rescale, and P's registers take this tile's probabilities.
-    kiln_wgmma_wait<0>();
-    if (lane == 0) kiln_mbarrier_arrive(v_empty + 8u * last);
+  unsigned used = 0;  // key tiles used so far, over the block's items
+  for (unsigned j = 0;; ++j) {
+    kiln_mbarrier_wait(q_full, j & 1u);
+    const int item = *handed;
+    if (item < 0) break;
+$CONSUMER_ITEM    const int row0 = q0 + first_row;  // this thread's rows: row0, row0 + 8
+    float s[$BC / 2];       // the scores of the current key tile (fp32 accumulators)
+    unsigned p[$BC / 16][4];  // the previous tile's probabilities as A fragments, 16 keys each
+    float o[$D / 2];        // the output rows (fp32 accumulators)
 #pragma unroll
-    for (int c = 0; c < $D / 8; ++c) {
-      o[4 * c] *= rescale[0];
-      o[4 * c + 1] *= rescale[0];
-      o[4 * c + 2] *= rescale[1];
-      o[4 * c + 3] *= rescale[1];
-    }
+    for (int c = 0; c < $D / 2; ++c) o[c] = 0.0f;
+    // Per row: the running max of the scores and this lane's part of the running sum of
+    // their exponentials.
+    float row_max[2] = {__int_as_float(0xff800000), __int_as_float(0xff800000)}, row_sum[2] = {0.0f, 0.0f};
+
+    // Key tile 0: S alone.
+    {
+      const int t = 0, stage = (int)(used % $STAGESu);
+      kiln_named_barrier_sync(2 + consumer, 256);
+      kiln_mbarrier_wait(k_full + 8u * stage, (used / $STAGESu) & 1u);
+      kiln_wgmma_fence();
+$SCORES
+      kiln_wgmma_commit();
+      kiln_named_barrier_arrive($NEXT_TURN, 256);
+      kiln_wgmma_wait<0>();
+      if (lane == 0) {
+        kiln_mbarrier_arrive(k_empty + 8u * stage);
+        if (tiles == 1) kiln_mbarrier_arrive(q_empty);  // the producer may load the next item's Q
+      }
+$SOFTMAX
 $PACK_P
-  }
-  // The last tile's O += P V.
-  {
-    const int last = (tiles - 1) % $STAGES;
-    kiln_mbarrier_wait(v_full + 8u * last, (unsigned)((tiles - 1) / $STAGES) & 1u);
-    kiln_wgmma_fence();
+    }
+    // Key tile t: S = Q K^T of tile t, then O += P V of tile t - 1 in the same turn; the
+    // softmax of tile t runs while the second product does.
+    for (int t = 1; t < tiles; ++t) {
+      const unsigned at = used + (unsigned)t;
+      const int stage = (int)(at % $STAGESu), last = (int)((at - 1u) % $STAGESu);
+      kiln_named_barrier_sync(2 + consumer, 256);
+      kiln_mbarrier_wait(k_full + 8u * stage, (at / $STAGESu) & 1u);
+      // (V of tile t - 1 was loaded before K of tile t; waiting here keeps the products'
+      // issue free of a spin loop, which would serialise them.)
+      kiln_mbarrier_wait(v_full + 8u * last, ((at - 1u) / $STAGESu) & 1u);
+      kiln_wgmma_fence();
+$SCORES
+      kiln_wgmma_commit();
 $VALUES
-    kiln_wgmma_commit();
-    kiln_wgmma_wait<0>();
+      kiln_wgmma_commit();
+      kiln_named_barrier_arrive($NEXT_TURN, 256);
+      kiln_wgmma_wait<1>();  // S has landed; O += P V may still run
+      if (lane == 0) {
+        kiln_mbarrier_arrive(k_empty + 8u * stage);
+        if (t == tiles - 1) kiln_mbarrier_arrive(q_empty);
+      }
+$SOFTMAX
+      // The previous tile's product has finished: its value tile is free, O takes the
+      // rescale, and P's registers take this tile's probabilities.
+      kiln_wgmma_wait<0>();
+      if (lane == 0) kiln_mbarrier_arrive(v_empty + 8u * last);
+#pragma unroll
+      for (int c = 0; c < $D / 8; ++c) {
+        o[4 * c] *= rescale[0];
+        o[4 * c + 1] *= rescale[0];
+        o[4 * c + 2] *= rescale[1];
+        o[4 * c + 3] *= rescale[1];
+      }
+$PACK_P
+    }
+    // The last tile's O += P V.
+    {
+      const unsigned at = used + (unsigned)tiles - 1u;
+      const int last = (int)(at % $STAGESu);
+      kiln_mbarrier_wait(v_full + 8u * last, (at / $STAGESu) & 1u);
+      kiln_wgmma_fence();
+$VALUES
+      kiln_wgmma_commit();
+      kiln_wgmma_wait<0>();
+      if (lane == 0) kiln_mbarrier_arrive(v_empty + 8u * last);
+    }
+    used += (unsigned)tiles;
+
+    // O / row sum (a row that saw no key gives zeros), stored from the registers: the
+    // query tile's shared memory already takes the next item's Q. A lane's pair of
+    // columns is 4 bytes; the 4 lanes of a row fill 16.
+    $T* __restrict__ ob = $OUT + (long long)batch * $OUT_BATCH;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float l = row_sum[h];
+      l += __shfl_xor_sync(0xffffffffu, l, 1);
+      l += __shfl_xor_sync(0xffffffffu, l, 2);
+      const float inverse = l > 0.0f ? 1.0f / l : 0.0f;
+      const int row = row0 + h * 8;
+      if (row < $SQ) {
+        unsigned* const out_row = reinterpret_cast<unsigned*>(ob + (long long)row * $D + (lane & 3) * 2);
+#pragma unroll
+        for (int c = 0; c < $D / 8; ++c)
+          out_row[4 * c] = $PACK(o[4 * c + 2 * h] * inverse, o[4 * c + 2 * h + 1] * inverse);
+      }
+    }
   }
   // The last consumer arrived once more than consumer 0 waited (its head start): take it.
   if (consumer == 0) kiln_named_barrier_sync(2, 256);
-
-  // O / row sum (a row that saw no key gives zeros), through this warp's 16 rows of the
-  // query tile, which only this warp reads now, then out as 16-byte stores.
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    float l = row_sum[h];
-    l += __shfl_xor_sync(0xffffffffu, l, 1);
-    l += __shfl_xor_sync(0xffffffffu, l, 2);
-    const float inverse = l > 0.0f ? 1.0f / l : 0.0f;
-    const int r = consumer * 64 + warp * 16 + lane / 4 + h * 8;
-#pragma unroll
-    for (int c = 0; c < $D / 8; ++c)
-      *reinterpret_cast<unsigned*>(kiln_smem + ($NAME_chunk(r, c) + (lane & 3) * 4 + q_tile -
-                                                (unsigned)__cvta_generic_to_shared(kiln_smem))) =
-          $PACK(o[4 * c + 2 * h] * inverse, o[4 * c + 2 * h + 1] * inverse);
-  }
-  __syncwarp();
-  $T* __restrict__ ob = $OUT + (long long)batch * $OUT_BATCH;
-#pragma unroll
-  for (int it = 0; it < 16 * $CHUNKS / 32; ++it) {
-    const int c = lane + it * 32;
-    const int r = consumer * 64 + warp * 16 + c / $CHUNKS, chunk = c % $CHUNKS;
-    const int row = q0 + r;
-    if (row < $SQ)
-      kiln_store16(ob + (long long)row * $D + chunk * 8,
-                   *reinterpret_cast<const uint4*>(kiln_smem + ($NAME_chunk(r, chunk) + q_tile -
-                                                               (unsigned)__cvta_generic_to_shared(kiln_smem))));
-  }
 }
 )";
 
@@ -215,6 +249,7 @@ constexpr const char* kValues = R"(    {
 constexpr const char* kSoftmax = R"(    // The scores$SCORE_NOTE; keys past the end$CAUSAL_NOTE are -inf.
     const int kv0 = t * $BC;
 $SCORE_LOOP    if ($EDGE) {
+      const int last_key[2] = {$LAST_KEY0, $LAST_KEY1};  // the last key each row sees
 #pragma unroll
       for (int n = 0; n < $BC / 8; ++n)
 #pragma unroll
@@ -253,15 +288,6 @@ constexpr const char* kPackP = R"(#pragma unroll
       p[kk][3] = $PACK(s[8 * kk + 6], s[8 * kk + 7]);
     })";
 
-// Byte offset of 16-byte chunk `chunk` of row `row` in the query tile's layout.
-constexpr const char* kChunk = R"(
-// Byte offset of 16-byte chunk `chunk` (8 elements) of row `row` in a tile of $BR rows
-// stored as column blocks of 64 elements, each row 128 bytes with the 128-byte swizzle.
-static __device__ __forceinline__ unsigned $NAME_chunk(int row, int chunk) {
-  return (unsigned)((chunk >> 3) * $Q_BLOCK + row * $SWIZZLE_BYTES + (((chunk & 7) ^ (row & 7)) << 4));
-}
-)";
-
 class AttentionWgmmaEmitter {
 public:
   explicit AttentionWgmmaEmitter(const ir::Kernel& k) : k_(k), a_(k.attention), c_(k.config), params_(param_names(k)) {}
@@ -286,7 +312,6 @@ public:
         {"BR", std::to_string(c_.br)},
         {"BC", std::to_string(c_.bc)},
         {"D", std::to_string(a_.d)},
-        {"CHUNKS", std::to_string(a_.d / 8)},
         {"STAGES", std::to_string(c_.stages)},
         {"SWIZZLE_BYTES", std::to_string(kSwizzleBytes) + "u"},
         {"Q_BYTES", std::to_string(c_.br * a_.d * 2) + "u"},
@@ -300,11 +325,11 @@ public:
         {"LOAD_Q", loads(a_.q, "map_q", "q_tile", "q_full", "q0", q_block)},
         {"LOAD_K", loads(a_.k, "map_k", "k_tile", "k_full + 8u * stage", "kv0", kv_block)},
         {"LOAD_V", loads(a_.v, "map_v", "v_tile", "v_full + 8u * stage", "kv0", kv_block)},
-        {"TILE_ORDER", a_.causal ? "(int)(gridDim.x - 1 - blockIdx.x)" : "(int)blockIdx.x"},
-        {"KV_END", a_.causal ? fmt::format("min({}, q0 + {})", a_.skv, c_.br) : std::to_string(a_.skv)},
+        {"ITEMS", std::to_string(items())},
+        {"PRODUCER_ITEM", item_coordinates("      ")},
+        {"CONSUMER_ITEM", item_coordinates("    ")},
         {"CAUSAL_NOTE", a_.causal ? " and keys after the query" : ""},
-        {"EDGE", a_.causal ? fmt::format("kv0 + {} > {} || kv0 + {} > q0 + consumer * 64 + warp * 16", c_.bc, a_.skv,
-                                         c_.bc - 1)
+        {"EDGE", a_.causal ? fmt::format("kv0 + {} > {} || kv0 + {} > row0 - lane / 4", c_.bc, a_.skv, c_.bc - 1)
                            : fmt::format("kv0 + {} > {}", c_.bc, a_.skv)},
         {"LAST_KEY0", a_.causal ? fmt::format("min(row0, {})", a_.skv - 1) : std::to_string(a_.skv - 1)},
         {"LAST_KEY1", a_.causal ? fmt::format("min(row0 + 8, {})", a_.skv - 1) : std::to_string(a_.skv - 1)},
@@ -316,7 +341,7 @@ public:
     s += "#ifndef KILN_TENSOR_MAP\n#define KILN_TENSOR_MAP\n"
          "// A tensor map as the driver encodes it (opaque, 128 bytes, 64-byte aligned).\n"
          "struct __align__(64) kiln_tensor_map { unsigned long long words[16]; };\n#endif\n";
-    s += attention_fill(kChunk, v);
+    s += scratch();
     s += product("scores", c_.bc, false) + product("values", static_cast<int>(a_.dv), true);
     if (!plain) s += attention_score_function(k_, params_);
     std::string kernel = kKernel;
@@ -329,14 +354,42 @@ public:
 
 private:
   int consumers() const { return ir::attention_wgmma_consumers(c_); }
+  int64_t row_tiles() const { return (a_.sq + c_.br - 1) / c_.br; }
+  int64_t items() const { return row_tiles() * ir::attention_batch_count(a_); }
+
+  // A work item is one row tile of one batch entry, taken in the order a grid of blocks
+  // would run them: the row tiles of entry 0 first (they share its K and V in L2), under
+  // a causal mask the longest (last) first.
+  std::string item_coordinates(const std::string& in) const {
+    std::string s;
+    s += fmt::format("{}const int q0 = {} * {};\n", in,
+                     a_.causal ? fmt::format("({} - item % {})", row_tiles() - 1, row_tiles())
+                               : fmt::format("(item % {})", row_tiles()),
+                     c_.br);
+    s += fmt::format("{}const unsigned batch = (unsigned)(item / {});\n", in, row_tiles());
+    s += fmt::format("{}// The key tiles of this item: all of them, or up to its last row's diagonal.\n", in);
+    s += fmt::format("{}const int tiles = ({} + {}) / {};\n", in,
+                     a_.causal ? fmt::format("min({}, q0 + {})", a_.skv, c_.br) : std::to_string(a_.skv), c_.bc - 1,
+                     c_.bc);
+    return s;
+  }
+
+  // Module-scope scratch: the next work item and the blocks that have taken their last
+  // (zero at load; the last block of a launch resets them). A module's kernel runs on one
+  // stream at a time.
+  std::string scratch() const {
+    return fmt::format("__device__ unsigned {0}_next_item;\n__device__ unsigned {0}_blocks_done;\n", k_.name);
+  }
 
   std::string header() const {
     std::string s = attention_header_title(k_);
     s += "// Config " + c_.str() + " (FlashAttention-3's schedule):\n";
-    s += fmt::format("//   a block owns {} query rows of one batch entry: a producer warpgroup (TMA) and {} consumer "
-                     "warpgroups of 64 rows, {} bytes of shared memory\n",
-                     c_.br, consumers() == 2 ? "two" : "three", ir::attention_shared_bytes(k_, c_));
-    s += fmt::format("//   Q loaded once; K and V tiles of {} rows through {} buffers each, 128-byte swizzled\n", c_.bc,
+    s += fmt::format("//   {} persistent blocks (one an SM) take work items of {} query rows of one batch entry from a "
+                     "counter; a block is a producer warpgroup (TMA) and {} consumer warpgroups of 64 rows, {} bytes of "
+                     "shared memory\n",
+                     std::min<int64_t>(items(), ir::kTargetSMs), c_.br, consumers() == 2 ? "two" : "three",
+                     ir::attention_shared_bytes(k_, c_));
+    s += fmt::format("//   an item's Q loaded once, while the last one finishes; K and V tiles of {} rows through {} buffers each, 128-byte swizzled\n", c_.bc,
                      c_.stages);
     s += fmt::format("//   S = Q K^T on wgmma m64n{}k16 from shared memory; O += P V on wgmma m64n{}k16 with P from "
                      "registers, V N-major; fp32 sums\n",
@@ -430,8 +483,9 @@ LaunchDims attention_wgmma_launch_dims(const ir::Kernel& k) {
   const ir::AttentionCore& a = k.attention;
   const ir::TileConfig& c = k.config;
   LaunchDims d;
-  d.grid[0] = static_cast<unsigned>((a.sq + c.br - 1) / c.br);
-  d.grid[1] = static_cast<unsigned>(ir::attention_batch_count(a));
+  // Persistent blocks, one an SM, that take work items (row tiles) until none is left.
+  const int64_t items = (a.sq + c.br - 1) / c.br * ir::attention_batch_count(a);
+  d.grid[0] = static_cast<unsigned>(std::min<int64_t>(items, ir::kTargetSMs));
   d.block[0] = static_cast<unsigned>(ir::attention_threads(c));
   d.shared_bytes = static_cast<unsigned>(ir::attention_shared_bytes(k, c));
   for (int arg : {a.q, a.k, a.v}) {

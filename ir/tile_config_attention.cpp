@@ -249,11 +249,14 @@ TileConfig attention_heuristic(const Kernel& k) {
   return attention_mma_sync_heuristic(k);
 }
 
-// 128 query rows (8 warps) with two stages of keys, as many keys a tile as the
-// registers allow (128 at head dim 64, 64 at 128). Each block reads all of K and V
-// through L2 for its rows, so 128 rows halve that traffic against 64 (at 4096 tokens
-// and head dim 128, 64-row blocks would move about 4.7 TB/s through L2 at FA2's rate);
-// 64 rows when 128-row blocks would not give every SM two blocks.
+// 128 query rows with two stages of keys: 4 warps of two row tiles where the registers
+// allow it (64 keys a tile at head dim 64, 32 at 128 with a plain score), else 8 warps of
+// one, with as many keys a tile as the registers allow (128 at head dim 64, 64 at 128).
+// Two tiles a warp share each K and V fragment: on an H100 they ran 3-8% faster than one
+// (bench/NOTES.md). Each block reads all of K and V through L2 for its rows, so 128 rows
+// halve that traffic against 64 (at 4096 tokens and head dim 128, 64-row blocks would move
+// about 4.7 TB/s through L2 at FA2's rate); 64 rows when 128-row blocks would not give
+// every SM two blocks.
 TileConfig attention_mma_sync_heuristic(const Kernel& k) {
   if (std::string why = attention_unsupported(k); !why.empty())
     throw Error(fmt::format("kernel @{}: no attention config: {}", k.name, why));
@@ -265,6 +268,9 @@ TileConfig attention_mma_sync_heuristic(const Kernel& k) {
         if (legal(k, c)) return c;
       }
   const int br = query_tiles(k, 128) * batch >= 2 * kTargetSMs ? 128 : 64;
+  if (br == 128)
+    for (int bc : {64, 32})
+      if (TileConfig c = make(br, bc, 2, 1, 2); legal(k, c)) return c;
   for (int bc : {128, 64, 32})
     if (TileConfig c = make(br, bc, 2); legal(k, c)) return c;
   TileConfig c = make(br, 32, 2);

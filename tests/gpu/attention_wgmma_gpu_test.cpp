@@ -2,7 +2,8 @@
 // pinned by config on the graph's kernel block: every wgmma config on odd lengths, both
 // head dims, f16 and bf16, causal or not, Sq != Skv, grouped-query attention, a band
 // mask, an additive bias and fully masked rows, each against the reference interpreter;
-// and a long causal prompt on sampled rows.
+// persistent blocks that take many items, run twice; and a long causal prompt on sampled
+// rows.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -68,6 +69,30 @@ TEST(AttentionWgmmaGpu, MasksBiasAndFullyMaskedRows) {
     expect_every_wgmma_config_matches(test::hand_written_attention(DType::f16, {{3}, 130, 201, d}, Mask::Band, 40));
     expect_every_wgmma_config_matches(test::hand_written_attention(DType::bf16, {{2, 2}, 300, 301, d}, Mask::Bias));
     expect_every_wgmma_config_matches(test::hand_written_attention(DType::f16, {{2, 3}, 150, 150, d}, Mask::Empty), 0);
+  }
+}
+
+// Many more row tiles than SMs: each persistent block takes several items, their key tiles
+// going round the buffers across items; a second run of the same program (the item counter
+// reset by the first) gives the same bits.
+TEST(AttentionWgmmaGpu, PersistentBlocksTakeManyItemsAndRunAgain) {
+  KILN_REQUIRE_GPU();
+  for (bool causal : {false, true}) {
+    SCOPED_TRACE(fmt::format("causal {}", causal));
+    kiln::Graph graph = test::composite_attention(DType::f16, {{3, 61}, 333, 333, 64}, causal);
+    gpu_test::FusedAttention f = gpu_test::fuse_attention(graph);
+    const std::vector<ir::TileConfig> configs = gpu_test::attention_configs(f, ir::attention_wgmma_candidates);
+    ASSERT_FALSE(configs.empty());
+    const std::vector<HostTensor> inputs = ir::random_inputs(graph.ir(), 23);
+    const HostTensor want = ir::evaluate(graph.ir(), inputs)[0];
+    for (const ir::TileConfig& c : configs) {
+      SCOPED_TRACE(c.str());
+      f.graph.group(f.attention).tile = c.to_attrs();
+      runtime::Program p = runtime::Program::compile(f.graph, gpu_test::lowering_only());
+      const HostTensor first = p.run(inputs)[0];
+      gpu_test::expect_matches_with_zero_row(first, want, *graph.ir().outputs()[0], -1);
+      EXPECT_EQ(p.run(inputs)[0].values, first.values);
+    }
   }
 }
 

@@ -13,6 +13,7 @@
 #include "codegen_test_util.h"
 #include "ir/kernel.h"
 #include "ir/printer.h"
+#include "ir/tile_config.h"
 #include "ir/tile_config_attention_wgmma.h"
 #include "passes/lower.h"
 #include "passes/pass_manager.h"
@@ -195,7 +196,12 @@ TEST(AttentionCodegen, TheHopperSourceReadsAsFlashAttention3) {
         "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16", "kiln_named_barrier_sync(2 + consumer, 256)",
         "kiln_named_barrier_arrive(3 - consumer, 256)", "kiln_wgmma_wait<1>();  // S has landed",
         "k0_values(o, p[kk]", "const __grid_constant__ kiln_tensor_map map_v", "min(4096, q0 + 128)",
-        "gridDim.x - 1 - blockIdx.x", "kiln_store16("})
+        // Persistent blocks take items from a counter, the longest row tiles of an entry first;
+        // the next item's Q loads once the last products on this one's have finished.
+        "132 persistent blocks", "atomicAdd(&k0_next_item, 1u)", "const int q0 = (31 - item % 32) * 128;",
+        "kiln_mbarrier_wait(q_empty, (j & 1u) ^ 1u)", "kiln_mbarrier_arrive(q_empty)",
+        "kiln_mbarrier_wait(q_full, j & 1u)", "atomicExch(&k0_next_item, 0u)",
+        "out_row[4 * c] = kiln_pack2_f16("})
     EXPECT_TRUE(contains(cuda, part)) << part << "\n" << cuda;
   // P is the A operand from registers; V is read N-major (the last transpose bit).
   EXPECT_TRUE(std::regex_search(cuda, std::regex(R"(\{%64, %65, %66, %67\}, %68, p, 1, 1, 1;)"))) << cuda;
@@ -219,11 +225,13 @@ TEST(AttentionCodegen, ThreeConsumersTakeTurnsInARing) {
        {"three consumer warpgroups of 64 rows", "__launch_bounds__(512, 1)", "kiln_registers_release<24>",
         "kiln_registers_claim<160>", "kiln_mbarrier_init(k_empty + 8u * s, 12u)",
         "if (consumer == 3 - 1) kiln_named_barrier_arrive(2, 256)", "kiln_named_barrier_sync(2 + consumer, 256)",
-        "kiln_named_barrier_arrive(2 + (consumer + 1) % 3, 256)", "min(2048, q0 + 192)"})
+        "kiln_named_barrier_arrive(2 + (consumer + 1) % 3, 256)", "min(2048, q0 + 192)",
+        "const int q0 = (10 - item % 11) * 192;", "if (item >= 704)"})  // 2048 rows in 11 tiles of 192, 64 heads
     EXPECT_TRUE(contains(cuda, part)) << part << "\n" << cuda;
   const codegen::LaunchDims d = codegen::launch_dims(k);
   EXPECT_EQ(d.block[0], 512u);
-  EXPECT_EQ(d.grid[0], 11u);  // 2048 rows in tiles of 192
+  EXPECT_EQ(d.grid[0], static_cast<unsigned>(ir::kTargetSMs));  // one persistent block an SM
+  EXPECT_EQ(d.grid[1], 1u);
   EXPECT_EQ(d.tensor_maps[0].box[1], 192u);
 }
 
@@ -235,8 +243,8 @@ TEST(AttentionCodegen, HopperTensorMapsFollowTheOperandsLayouts) {
   const codegen::LaunchDims d = codegen::launch_dims(k);
   ASSERT_EQ(d.tensor_maps.size(), 3u);
   EXPECT_EQ(d.block[0], 384u);
-  EXPECT_EQ(d.grid[0], 3u);
-  EXPECT_EQ(d.grid[1], 24u);
+  EXPECT_EQ(d.grid[0], 3u * 24u);  // fewer items (3 row tiles of 24 entries) than SMs: a block each
+  EXPECT_EQ(d.grid[1], 1u);
   const codegen::TensorMapSpec& q = d.tensor_maps[0];
   EXPECT_EQ(q.rank, 5);
   EXPECT_EQ(q.dims[0], 64u);
@@ -254,13 +262,24 @@ TEST(AttentionCodegen, HopperTensorMapsFollowTheOperandsLayouts) {
   EXPECT_EQ(d.tensor_maps[2].arg, k.attention.v);
 }
 
+// mma_sync: a block a query tile and batch entry. wgmma: persistent blocks, one an SM.
 TEST(AttentionCodegen, LaunchDimsCoverQueryTilesAndBatches) {
-  const ir::Kernel k = attention_kernel(test::composite_attention(DType::f16, {{4, 16}, 4097, 4097, 64}, false));
-  const codegen::LaunchDims d = codegen::launch_dims(k);
-  EXPECT_EQ(d.grid[0], static_cast<unsigned>((4097 + k.config.br - 1) / k.config.br));
-  EXPECT_EQ(d.grid[1], 64u);
-  EXPECT_EQ(d.block[0], static_cast<unsigned>(32 * k.config.warps));
-  EXPECT_EQ(d.shared_bytes, static_cast<unsigned>(ir::attention_shared_bytes(k, k.config)));
+  for (const char* arch : {"sm_80", "sm_90a"}) {
+    const ir::TargetScope target(arch);
+    const ir::Kernel k = attention_kernel(test::composite_attention(DType::f16, {{4, 16}, 4097, 4097, 64}, false));
+    SCOPED_TRACE(k.config.str());
+    const codegen::LaunchDims d = codegen::launch_dims(k);
+    if (k.config.schedule == ir::kWgmma) {
+      EXPECT_EQ(std::string(arch), "sm_90a");
+      EXPECT_EQ(d.grid[0], static_cast<unsigned>(ir::kTargetSMs));
+      EXPECT_EQ(d.grid[1], 1u);
+    } else {
+      EXPECT_EQ(d.grid[0], static_cast<unsigned>((4097 + k.config.br - 1) / k.config.br));
+      EXPECT_EQ(d.grid[1], 64u);
+    }
+    EXPECT_EQ(d.block[0], static_cast<unsigned>(32 * k.config.warps));
+    EXPECT_EQ(d.shared_bytes, static_cast<unsigned>(ir::attention_shared_bytes(k, k.config)));
+  }
 }
 
 }  // namespace

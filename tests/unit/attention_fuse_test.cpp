@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <tuple>
 
 #include "attention_test_graphs.h"
 #include "codegen_test_util.h"
@@ -262,6 +263,27 @@ TEST(AttentionTile, DefaultsAndCandidatesAreLegal) {
       }
 }
 
+// mma_sync's prompts: 128 rows on 4 warps of two row tiles where the registers allow it
+// (64 keys at head dim 64; 32 at 128 with a plain score), else 8 warps of one; 64 rows when
+// 128-row blocks would leave SMs without two blocks.
+TEST(AttentionTile, MmaSyncPromptsTakeTwoRowTilesAWarp) {
+  const ir::TargetScope target("sm_80");
+  auto heuristic = [](const kiln::Graph& g) { return ir::attention_mma_sync_heuristic(only_attention(lowered(g.ir()))); };
+  for (bool causal : {false, true}) {
+    const ir::TileConfig d64 = heuristic(test::composite_attention(DType::f16, {{4, 16}, 2048, 2048, 64}, causal));
+    EXPECT_EQ(std::tuple(d64.br, d64.bc, d64.warps, d64.stages), std::tuple(128, 64, 4, 2)) << d64.str();
+    const ir::TileConfig d128 = heuristic(test::composite_attention(DType::bf16, {{4, 16}, 4096, 4096, 128}, causal));
+    EXPECT_EQ(std::tuple(d128.br, d128.bc, d128.warps, d128.stages), std::tuple(128, 32, 4, 2)) << d128.str();
+  }
+  // A bias at head dim 128 holds too much for two tiles: one a warp.
+  const ir::TileConfig biased =
+      heuristic(test::hand_written_attention(DType::f16, {{4, 16}, 2048, 2048, 128}, test::Mask::Bias));
+  EXPECT_EQ(std::tuple(biased.br, biased.warps), std::tuple(128, 8)) << biased.str();
+  // 2 x 3 entries of 1000 rows: 48 blocks of 128 rows, fewer than two an SM.
+  const ir::TileConfig small = heuristic(test::composite_attention(DType::f16, {{2, 3}, 1000, 1000, 64}, false));
+  EXPECT_EQ(std::tuple(small.br, small.warps), std::tuple(64, 4)) << small.str();
+}
+
 // With one key the softmax is 1: simplify removes its reductions over the size-1 axis,
 // so no attention pattern is left, and the graph lowers to the kernels it becomes.
 TEST(AttentionTile, SingleKeyIsNoAttentionKernel) {
@@ -344,6 +366,21 @@ TEST(AttentionTile, WgmmaConfigsSayWhichRule) {
   c.stages = 3;
   EXPECT_TRUE(test::contains(error(c), "shared memory")) << error(c);
   c = base;
+  c.bc = 192;  // two consumers hold 208 of 240: legal, but not with a causal mask's bounds on top
+  EXPECT_EQ(error(c), "no error");
+  {
+    const ir::Kernel& causal =
+        only_attention(lowered(test::composite_attention(DType::f16, {{2}, 256, 256, 128}, true).ir()));
+    try {
+      ir::validate(causal, c);
+      ADD_FAILURE() << "two consumers at 192 keys under a causal mask should not be legal";
+    } catch (const Error& e) {
+      EXPECT_TRUE(test::contains(e.what(), "would hold 208 score, probability and output registers; more than 204 "
+                                           "spill with 2 consumers under a causal mask"))
+          << e.what();
+    }
+  }
+  c = base;
   c.stages = 1;
   EXPECT_TRUE(test::contains(error(c), "stages must be 2 to 4")) << error(c);
   c = base;
@@ -360,24 +397,27 @@ TEST(AttentionTile, WgmmaConfigsSayWhichRule) {
 // rows, or any target but sm_90a, take mma_sync.
 TEST(AttentionTile, WgmmaConfigsExistOnSm90aOnlyAndLeadForPrompts) {
   for (int64_t d : {64, 128})
-    for (int64_t s : {7, 64, 65, 1000, 4097}) {
-      const ir::Kernel& k = only_attention(lowered(test::composite_attention(DType::bf16, {{2, 3}, s, s, d}, true).ir()));
-      SCOPED_TRACE(fmt::format("d {} s {}", d, s));
-      EXPECT_EQ(k.config.schedule, s > 64 ? ir::kWgmma : ir::kMmaSync) << k.config.str();
-      const std::vector<ir::TileConfig> wgmma = ir::attention_wgmma_candidates(k);
-      // Two consumers: bc 64 and 128 at 2 or 3 stages, bc 192 (at head dim 128 in two
-      // stages only); three consumers: bc 64 at 2 or 3 stages, and bc 128 at head dim 64.
-      EXPECT_EQ(wgmma.size(), d == 64 ? 10u : 7u);
-      EXPECT_EQ(wgmma.front().br, 128);
-      for (const ir::TileConfig& c : wgmma) EXPECT_NO_THROW(ir::validate(k, c)) << c.str();
-      const std::vector<ir::TileConfig> sweep = ir::attention_candidates(k);
-      EXPECT_EQ(sweep.front().schedule, s > 64 ? ir::kWgmma : ir::kMmaSync);
-      EXPECT_EQ(ir::attention_heuristic(k), s > 64 ? wgmma.front() : ir::attention_mma_sync_heuristic(k));
-      const ir::TargetScope target("sm_90");
-      EXPECT_TRUE(ir::attention_wgmma_candidates(k).empty());
-      EXPECT_EQ(ir::attention_heuristic(k).schedule, ir::kMmaSync);
-      EXPECT_EQ(ir::attention_candidates(k).front().schedule, ir::kMmaSync);
-    }
+    for (int64_t s : {7, 64, 65, 1000, 4097})
+      for (bool causal : {false, true}) {
+        const ir::Kernel& k =
+            only_attention(lowered(test::composite_attention(DType::bf16, {{2, 3}, s, s, d}, causal).ir()));
+        SCOPED_TRACE(fmt::format("d {} s {} causal {}", d, s, causal));
+        EXPECT_EQ(k.config.schedule, s > 64 ? ir::kWgmma : ir::kMmaSync) << k.config.str();
+        const std::vector<ir::TileConfig> wgmma = ir::attention_wgmma_candidates(k);
+        // Two consumers: bc 64 and 128 at 2 or 3 stages, bc 192 (at head dim 128 in two
+        // stages only, and not under a causal mask); three consumers: bc 64 at 2 or 3
+        // stages, and bc 128 at head dim 64.
+        EXPECT_EQ(wgmma.size(), d == 64 ? 10u : causal ? 6u : 7u);
+        EXPECT_EQ(wgmma.front().br, 128);
+        for (const ir::TileConfig& c : wgmma) EXPECT_NO_THROW(ir::validate(k, c)) << c.str();
+        const std::vector<ir::TileConfig> sweep = ir::attention_candidates(k);
+        EXPECT_EQ(sweep.front().schedule, s > 64 ? ir::kWgmma : ir::kMmaSync);
+        EXPECT_EQ(ir::attention_heuristic(k), s > 64 ? wgmma.front() : ir::attention_mma_sync_heuristic(k));
+        const ir::TargetScope target("sm_90");
+        EXPECT_TRUE(ir::attention_wgmma_candidates(k).empty());
+        EXPECT_EQ(ir::attention_heuristic(k).schedule, ir::kMmaSync);
+        EXPECT_EQ(ir::attention_candidates(k).front().schedule, ir::kMmaSync);
+      }
 }
 
 TEST(AttentionTile, DecodingSplitsTheKeysOverBlocks) {
