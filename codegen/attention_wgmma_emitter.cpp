@@ -203,9 +203,13 @@ $VALUES
     used += (unsigned)tiles;
 
     // O / row sum (a row that saw no key gives zeros), stored from the registers: the
-    // query tile's shared memory already takes the next item's Q. A lane's pair of
-    // columns is 4 bytes; the 4 lanes of a row fill 16.
+    // query tile's shared memory already takes the next item's Q. Each of a row's 4 lanes
+    // holds a pair (4 bytes) of every 8 columns; they trade them (a 4 x 4 transpose in two
+    // rounds of shuffles) so that each stores whole 16-byte chunks, and the quad 64
+    // contiguous bytes a store: 4-byte stores took 8 times the L2 requests, and blocks that
+    // finish together queued on them.
     $T* __restrict__ ob = $OUT + (long long)batch * $OUT_BATCH;
+    const int quad = lane & 3;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       float l = row_sum[h];
@@ -213,11 +217,23 @@ $VALUES
       l += __shfl_xor_sync(0xffffffffu, l, 2);
       const float inverse = l > 0.0f ? 1.0f / l : 0.0f;
       const int row = row0 + h * 8;
-      if (row < $SQ) {
-        unsigned* const out_row = reinterpret_cast<unsigned*>(ob + (long long)row * $D + (lane & 3) * 2);
 #pragma unroll
-        for (int c = 0; c < $D / 8; ++c)
-          out_row[4 * c] = $PACK(o[4 * c + 2 * h] * inverse, o[4 * c + 2 * h + 1] * inverse);
+      for (int g = 0; g < $D / 32; ++g) {  // chunks 4g .. 4g + 3 of the row
+        unsigned w[4];  // this lane's pair of each, then the 4 pairs of chunk 4g + quad
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+          w[j] = $PACK(o[4 * (4 * g + j) + 2 * h] * inverse, o[4 * (4 * g + j) + 2 * h + 1] * inverse);
+#pragma unroll
+        for (int m = 2; m > 0; m /= 2)
+#pragma unroll
+          for (int j = 0; j < 4; ++j)
+            if ((j & m) == 0) {  // swap w[j + m] with the partner's w[j] (by this lane's bit m)
+              const bool high = (quad & m) != 0;
+              const unsigned got = __shfl_xor_sync(0xffffffffu, high ? w[j] : w[j + m], m);
+              if (high) w[j] = got;
+              else w[j + m] = got;
+            }
+        if (row < $SQ) kiln_store16(ob + (long long)row * $D + (4 * g + quad) * 8, make_uint4(w[0], w[1], w[2], w[3]));
       }
     }
   }
