@@ -201,7 +201,9 @@ TEST(AttentionCodegen, TheHopperSourceReadsAsFlashAttention3) {
         "132 persistent blocks", "atomicAdd(&k0_next_item, 1u)", "const int q0 = (31 - item % 32) * 128;",
         "kiln_mbarrier_wait(q_empty, (j & 1u) ^ 1u)", "kiln_mbarrier_arrive(q_empty)",
         "kiln_mbarrier_wait(q_full, j & 1u)", "atomicExch(&k0_next_item, 0u)",
-        "out_row[4 * c] = kiln_pack2_f16("})
+        // The output: a row's 4 lanes trade their pairs, then store 16-byte chunks.
+        "__shfl_xor_sync(0xffffffffu, high ? w[j] : w[j + m], m)",
+        "kiln_store16(ob + (long long)row * 128 + (4 * g + quad) * 8, make_uint4(w[0], w[1], w[2], w[3]))"})
     EXPECT_TRUE(contains(cuda, part)) << part << "\n" << cuda;
   // P is the A operand from registers; V is read N-major (the last transpose bit).
   EXPECT_TRUE(std::regex_search(cuda, std::regex(R"(\{%64, %65, %66, %67\}, %68, p, 1, 1, 1;)"))) << cuda;
