@@ -10,11 +10,12 @@
 //     buffers as soon as the consumers have freed it (an `empty` mbarrier per buffer; a
 //     `full` one completes when the bytes have landed).
 //   warpgroups 1, 2 (and 3 at br 192; consumers): take the registers; each owns 64 query
-//     rows of the item. For key tile t a consumer issues S = Q K^T (wgmma, both operands in shared memory), then
-//     O += P V for tile t - 1 (wgmma with P from its registers as the A operand, V read
-//     N-major), and while those run, the online softmax of tile t - 1 is done, so it
-//     runs the softmax of tile t on S as soon as S is ready, then rescales O once the
-//     product of tile t - 1 has finished and packs the new P into its A fragments.
+//     rows of the item. For key tile t a consumer issues S = Q K^T (wgmma, both operands
+//     in shared memory), then O += P V for tile t - 1 (wgmma with P from its registers as
+//     the A operand, V read N-major), and while those run, the online softmax of tile
+//     t - 1 is done, so it runs the softmax of tile t on S as soon as S is ready, then
+//     rescales O once the product of tile t - 1 has finished and packs the new P into
+//     its A fragments.
 //     The consumers take turns at the Tensor Cores (a ring of named barriers): one's
 //     softmax runs while the others' products do.
 //
@@ -54,8 +55,9 @@ extern "C" __global__ void __launch_bounds__($THREADS, 1) $NAME($PARAMS) {
   const unsigned q_tile = smem, bars = smem + $Q_BYTES + $STAGES * 2 * $KV_BYTES;
   const unsigned q_full = bars, q_empty = bars + 8u, k_full = bars + 16u, v_full = k_full + $STAGES * 8u;
   const unsigned k_empty = v_full + $STAGES * 8u, v_empty = k_empty + $STAGES * 8u;
+  const unsigned slot = v_empty + $STAGES * 8u;
   volatile int* const handed =
-      reinterpret_cast<volatile int*>(kiln_smem + (v_empty + $STAGES * 8u - (unsigned)__cvta_generic_to_shared(kiln_smem)));
+      reinterpret_cast<volatile int*>(kiln_smem + (slot - (unsigned)__cvta_generic_to_shared(kiln_smem)));
   if (threadIdx.x == 0) {
     kiln_mbarrier_init(q_full, 1u);
     kiln_mbarrier_init(q_empty, $CONSUMER_WARPSu);  // one arrival per consumer warp
@@ -405,8 +407,9 @@ private:
                      "shared memory\n",
                      std::min<int64_t>(items(), ir::kTargetSMs), c_.br, consumers() == 2 ? "two" : "three",
                      ir::attention_shared_bytes(k_, c_));
-    s += fmt::format("//   an item's Q loaded once, while the last one finishes; K and V tiles of {} rows through {} buffers each, 128-byte swizzled\n", c_.bc,
-                     c_.stages);
+    s += fmt::format("//   an item's Q loaded once, while the last one finishes; K and V tiles of {} rows through {} "
+                     "buffers each, 128-byte swizzled\n",
+                     c_.bc, c_.stages);
     s += fmt::format("//   S = Q K^T on wgmma m64n{}k16 from shared memory; O += P V on wgmma m64n{}k16 with P from "
                      "registers, V N-major; fp32 sums\n",
                      c_.bc, a_.dv);
