@@ -2,7 +2,8 @@
 # Attention on the GPU machine over a build made elsewhere (build/bin, build/tests):
 # bench/peers.py's SDPA backends and Triton, then `kiln bench attention attention_causal`
 # (the default kernels, each checked against the reference, beside the hand-written
-# FlashAttention-2) in the same run; then the attention GPU tests of both schedules; then
+# FlashAttention-2) in the same run, and the prompts again as sm_90 code (the mma_sync
+# schedule's figures); then the attention GPU tests of both schedules; then
 # the wgmma schedule's configs timed by `kiln run --bench` on the pinned graphs of
 # bench/tune (each run checked against the reference), by rewriting their tile lines.
 # The figures come first so that a run cut short at the call's limit still has them.
@@ -29,6 +30,12 @@ timeout 150 python3 bench/peers.py --cases attention --sizes "$peer_sizes" --dty
 timeout 200 build/bin/kiln bench attention attention_causal --sizes "$kiln_sizes" --no-tune --reps 20 --peers "$out/peers.json" \
   --json "$out/bench.json" > "$out/bench.log" 2>&1 || status=1
 grep -vE "^\s*$" "$out/bench.log" | tail -n 40
+# The mma_sync schedule on the same card: sm_90 code has no wgmma, so Kiln's default there is
+# the FlashAttention-2-style kernel, beside the same peers (the decode case is left out: it
+# runs on mma_sync above already).
+timeout 120 build/bin/kiln bench attention attention_causal --arch sm_90 --sizes "${kiln_sizes#*,}" --no-tune --reps 20 \
+  --peers "$out/peers.json" --json "$out/bench-mma-sync.json" > "$out/bench-mma-sync.log" 2>&1 || status=1
+grep -E "^attention|kiln default |torch sdpa flash" "$out/bench-mma-sync.log"
 if [[ -n "${FIGURES_ONLY:-}" ]]; then
   tar czf "$out.tgz" -C "$(dirname "$out")" "$(basename "$out")"
   exit $status
