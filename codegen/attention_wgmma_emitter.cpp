@@ -26,7 +26,6 @@
 // mma.sync.
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <map>
 
 #include "codegen/attention_emitter.h"
@@ -35,7 +34,6 @@
 #include "codegen/kernel_params.h"
 #include "codegen/scalar_emit.h"
 #include "ir/error.h"
-#include "ir/tile_config.h"
 #include "ir/tile_config_attention_wgmma.h"
 
 namespace kiln::codegen {
@@ -372,8 +370,8 @@ public:
 
 private:
   int consumers() const { return ir::attention_wgmma_consumers(c_); }
-  int64_t row_tiles() const { return (a_.sq + c_.br - 1) / c_.br; }
-  int64_t items() const { return row_tiles() * ir::attention_batch_count(a_); }
+  int64_t row_tiles() const { return ir::attention_wgmma_row_tiles(k_, c_); }
+  int64_t items() const { return ir::attention_wgmma_items(k_, c_); }
 
   // A work item is one row tile of one batch entry, taken in the order a grid of blocks
   // would run them: the row tiles of entry 0 first (they share its K and V in L2), under
@@ -405,7 +403,7 @@ private:
     s += fmt::format("//   {} persistent blocks (one an SM) take work items of {} query rows of one batch entry from a "
                      "counter; a block is a producer warpgroup (TMA) and {} consumer warpgroups of 64 rows, {} bytes of "
                      "shared memory\n",
-                     std::min<int64_t>(items(), ir::kTargetSMs), c_.br, consumers() == 2 ? "two" : "three",
+                     ir::attention_wgmma_blocks(k_, c_), c_.br, consumers() == 2 ? "two" : "three",
                      ir::attention_shared_bytes(k_, c_));
     s += fmt::format("//   an item's Q loaded once, while the last one finishes; K and V tiles of {} rows through {} "
                      "buffers each, 128-byte swizzled\n",
@@ -503,8 +501,7 @@ LaunchDims attention_wgmma_launch_dims(const ir::Kernel& k) {
   const ir::TileConfig& c = k.config;
   LaunchDims d;
   // Persistent blocks, one an SM, that take work items (row tiles) until none is left.
-  const int64_t items = (a.sq + c.br - 1) / c.br * ir::attention_batch_count(a);
-  d.grid[0] = static_cast<unsigned>(std::min<int64_t>(items, ir::kTargetSMs));
+  d.grid[0] = static_cast<unsigned>(ir::attention_wgmma_blocks(k, c));
   d.block[0] = static_cast<unsigned>(ir::attention_threads(c));
   d.shared_bytes = static_cast<unsigned>(ir::attention_shared_bytes(k, c));
   for (int arg : {a.q, a.k, a.v}) {

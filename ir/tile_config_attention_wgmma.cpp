@@ -77,6 +77,16 @@ int64_t attention_wgmma_shared_bytes(const Kernel& k, const TileConfig& c) {
   return 1024 + (int64_t{c.br} * a.d + int64_t{c.stages} * c.bc * (a.d + a.dv)) * esize + 8 * (2 + 4 * c.stages) + 8;
 }
 
+int64_t attention_wgmma_row_tiles(const Kernel& k, const TileConfig& c) { return (k.attention.sq + c.br - 1) / c.br; }
+
+int64_t attention_wgmma_items(const Kernel& k, const TileConfig& c) {
+  return attention_wgmma_row_tiles(k, c) * attention_batch_count(k.attention);
+}
+
+int64_t attention_wgmma_blocks(const Kernel& k, const TileConfig& c) {
+  return std::min<int64_t>(attention_wgmma_items(k, c), kTargetSMs);
+}
+
 void validate_attention_wgmma(const Kernel& k, const TileConfig& c) {
   auto fail = [&](const std::string& rule) {
     throw Error(fmt::format("kernel @{}: tile config {}: {}", k.name, c.str(), rule));

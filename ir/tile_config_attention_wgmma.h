@@ -34,5 +34,10 @@ void validate_attention_wgmma(const Kernel& k, const TileConfig& c);
 // heuristic's first; none off sm_90a.
 std::vector<TileConfig> attention_wgmma_candidates(const Kernel& k);
 int64_t attention_wgmma_shared_bytes(const Kernel& k, const TileConfig& c);
+// Work items: a row tile of br query rows of one batch entry each; the persistent blocks
+// that take them, one an SM (fewer when there are fewer items).
+int64_t attention_wgmma_row_tiles(const Kernel& k, const TileConfig& c);
+int64_t attention_wgmma_items(const Kernel& k, const TileConfig& c);
+int64_t attention_wgmma_blocks(const Kernel& k, const TileConfig& c);
 
 }  // namespace kiln::ir
