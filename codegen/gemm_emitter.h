@@ -33,4 +33,10 @@ std::string emit_gemm_gemv(const ir::Kernel& k);
 LaunchDims gemm_gemv_launch_dims(const ir::Kernel& k);
 std::string gemv_helper_definitions(const std::string& code);
 
+// The dequant_wgmma schedule (codegen/gemm_dequant_wgmma_emitter.cpp): up to 128 rows
+// against a dequantised weight, y^T = dequant(w) x^T on wgmma with the weight dequantised
+// in registers as the A operand. Grid x: column tiles of bn weight rows; y: K slices.
+std::string emit_gemm_dequant_wgmma(const ir::Kernel& k);
+LaunchDims gemm_dequant_wgmma_launch_dims(const ir::Kernel& k);
+
 }  // namespace kiln::codegen

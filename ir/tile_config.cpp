@@ -48,7 +48,7 @@ constexpr Field kFields[] = {
     {"warps", &TileConfig::warps},
 };
 
-constexpr std::string_view kScheduleNames[] = {"", "mma_sync", "simt", "wgmma", "gemv"};
+constexpr std::string_view kScheduleNames[] = {"", "mma_sync", "simt", "wgmma", "gemv", "dequant_wgmma"};
 
 bool is_schedule(const Field& f) { return f.member == &TileConfig::schedule; }
 

@@ -93,10 +93,11 @@ struct TileConfig {
 // How a gemm kernel's products run: Tensor Cores through mma.sync (f16, bf16, and f32
 // as TF32), fp32 FFMA on CUDA cores (exact f32), or Hopper's warpgroup products
 // (wgmma, sm_90a) on tiles that the copy engine (TMA) loads, or, for products of a few
-// rows against a weight (decoding), mma.sync fed straight from registers (gemv). Printed
-// by name.
-enum GemmSchedule : int { kNoSchedule = 0, kMmaSync = 1, kSimt = 2, kWgmma = 3, kGemv = 4 };
-std::string_view gemm_schedule_name(int schedule);  // "mma_sync", "simt", "wgmma", "gemv"
+// rows against a weight (decoding), mma.sync fed straight from registers (gemv), or, for
+// up to 128 rows against a dequantised weight, wgmma with the weight dequantised in
+// registers as its A operand (dequant_wgmma, sm_90a). Printed by name.
+enum GemmSchedule : int { kNoSchedule = 0, kMmaSync = 1, kSimt = 2, kWgmma = 3, kGemv = 4, kDequantWgmma = 5 };
+std::string_view gemm_schedule_name(int schedule);  // "mma_sync", "simt", "wgmma", "gemv", "dequant_wgmma"
 
 // The attention kind's rules (ir/tile_config_attention.cpp).
 void validate_attention(const Kernel& k, const TileConfig& config);
@@ -247,5 +248,20 @@ int64_t gemv_sums_bytes(const TileConfig& config);
 // Whether the weight is mma's A operand (16 weight rows a product, the activations in B's
 // 8 columns): with M <= 8 and whole 16-row fragments, half the products of the other way.
 bool gemv_weights_as_a(const Kernel& k, const TileConfig& config);
+
+// The dequant_wgmma schedule's rules (ir/tile_config_gemm_dequant_wgmma.cpp), which the
+// gemm rules call: y^T = dequant(w) x^T with the weight's rows as wgmma's M (register A
+// fragments, dequantised there) and M <= 128 activation rows as its N (bm: M rounded up
+// to 8); warps_n warps (whole warpgroups) own bn weight rows, one or two m64 fragments
+// a warpgroup; K in steps of bk (64 bytes of a weight row) through a ring of `stages`.
+bool gemm_dequant_wgmma_applies(const Kernel& k);
+void validate_gemm_dequant_wgmma(const Kernel& k, const TileConfig& config);
+std::vector<TileConfig> gemm_dequant_wgmma_sweep(const Kernel& k);
+TileConfig gemm_dequant_wgmma_heuristic(const Kernel& k);
+int dequant_wgmma_step(const Kernel& k);    // bk: 128 (i4) or 64 (i8)
+int dequant_wgmma_span(const Kernel& k);    // K elements of a thread's 16-byte piece: 32 (i4), 16 (i8)
+int dequant_wgmma_tokens(const Kernel& k);  // bm: M rounded up to 8
+int64_t dequant_wgmma_shared_bytes(const Kernel& k, const TileConfig& config);
+int64_t dequant_wgmma_held_registers(const Kernel& k, const TileConfig& config);
 
 }  // namespace kiln::ir

@@ -12,6 +12,7 @@
 #include "ir/interpreter.h"
 #include "ir/printer.h"
 #include "../unit/quant_test_graphs.h"
+#include "runtime/nvrtc.h"
 #include "runtime/program.h"
 
 namespace kiln {
@@ -69,15 +70,42 @@ TEST(QuantGpu, GroupSizesFromThirtyTwoToARow) {
     }
 }
 
-TEST(QuantGpu, LargerBatchesOnMmaSync) {
+// On sm_90a the default is dequant_wgmma (the weight in registers as wgmma's A), elsewhere
+// mma_sync with the dequant in its load stage.
+TEST(QuantGpu, LargerBatchesOnTensorCores) {
   KILN_REQUIRE_GPU();
+  const int expected = runtime::default_arch() == "sm_90a" ? ir::kDequantWgmma : ir::kMmaSync;
   for (DType weights : {DType::i4, DType::i8})
     for (int zeros : {0, 1, 2}) {
       // Groups of 64: six a row, so that i4 zero points pack whole bytes.
       Quant q{weights, DType::bf16, 77, 160, 384, 64, zeros};
       SCOPED_TRACE(fmt::format("{} zeros {}", dtype_name(weights), zeros));
-      EXPECT_EQ(expect_matches_reference(quant_linear(q).ir()), ir::kMmaSync);
+      EXPECT_EQ(expect_matches_reference(quant_linear(q).ir()), expected);
     }
+}
+
+// The weight dequantised in registers as wgmma's A operand: every candidate (one or
+// two fragments a warpgroup, one to four warpgroups, rings of 4 to 8 steps, split K) of
+// odd shapes: M not a multiple of 8 (the padded activation rows are zeros), N not a
+// multiple of the block's rows (rows past N clamped and dropped), K of 9 steps (split
+// slices of unequal length), groups of 32 (four a step: each thread's piece its own
+// group) to one a row, and every zero point kind on the packed-pair and fp32 paths.
+TEST(QuantGpu, EveryDequantWgmmaCandidatePassesItsCheck) {
+  KILN_REQUIRE_GPU();
+  if (runtime::default_arch() != "sm_90a") GTEST_SKIP() << "dequant_wgmma needs sm_90a, not " << runtime::default_arch();
+  const Quant formats[] = {{DType::i4, DType::bf16, 37, 200, 1152, 32, 2},
+                           {DType::i4, DType::f16, 64, 136, 1152, 128, 1},
+                           {DType::i8, DType::f16, 100, 200, 576, 64, 0},
+                           {DType::i8, DType::bf16, 128, 72, 512, 512, 2},
+                           {DType::i4, DType::f16, 5, 330, 1024, 1024, 0}};
+  for (const Quant& q : formats) {
+    SCOPED_TRACE(fmt::format("{} x {} m {} group {} zeros {}", dtype_name(q.act), dtype_name(q.weights), q.m, q.group,
+                             q.zeros));
+    const runtime::TuneResult r = gpu_test::every_candidate_passes(quant_linear(q).ir());
+    int wgmma = 0;
+    for (const runtime::Trial& t : r.trials) wgmma += t.config.schedule == ir::kDequantWgmma;
+    EXPECT_GE(wgmma, 12);
+  }
 }
 
 TEST(QuantGpu, OddShapesAndExpandedDequants) {

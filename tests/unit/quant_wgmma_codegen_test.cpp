@@ -1,0 +1,134 @@
+// The dequant_wgmma schedule (sm_90a): batches of up to 128 rows against i4 / i8 weights
+// take wgmma with the weight dequantised in registers as the A operand; the generated
+// source says so, every weight format compiles without spills or serialised products
+// in its default config, and every candidate of one odd shape does too.
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <string>
+
+#include "codegen/emit.h"
+#include "codegen_test_util.h"
+#include "frontend/kiln.h"
+#include "ir/kernel.h"
+#include "ir/tile_config.h"
+#include "passes/lower.h"
+#include "passes/pass_manager.h"
+#include "quant_test_graphs.h"
+#include "runtime/nvrtc.h"
+
+namespace kiln {
+namespace {
+
+using test::contains;
+using test::Quant;
+using test::quant_linear;
+
+ir::Kernel gemm_of(const Quant& q) {
+  ir::Graph g = quant_linear(q).ir().clone();
+  passes::PassManager("decompose,simplify,cse,dce,fuse", {}).run(g);
+  const passes::Plan p = passes::lower(g);
+  EXPECT_EQ(p.kernels.size(), 1u);
+  return p.kernels.at(0);
+}
+
+// ptxas -v's spill stores for one sm_90a compile, which must give no warning (a
+// serialised wgmma pipeline is one).
+int spill_bytes(const ir::Kernel& k) {
+  runtime::CompileResult r =
+      runtime::compile_cuda(codegen::emit_cuda(k), k.name, runtime::CompileOptions{"sm_90a", {"--ptxas-options=-v"}});
+  EXPECT_FALSE(r.cubin.empty());
+  EXPECT_FALSE(contains(r.log, "warning")) << r.log;
+  std::smatch m;
+  if (std::regex_search(r.log, m, std::regex("([0-9]+) bytes spill stores"))) return std::stoi(m[1]);
+  return -1;
+}
+
+TEST(QuantWgmmaCodegen, BatchesTakeTheTransposedProductWithTheWeightInRegisters) {
+  Quant q{DType::i4, DType::bf16, 37, 4096, 4096, 128, 0};
+  const ir::Kernel k = gemm_of(q);
+  ASSERT_EQ(k.config.schedule, ir::kDequantWgmma) << k.config.str();
+  EXPECT_EQ(k.config.bm, 40);  // M rounded up to 8: the products' N
+  const std::string cuda = codegen::emit_cuda(k);
+  for (const char* part :
+       {"schedule dequant_wgmma: y^T = dequant(w) x^T", "wgmma.mma_async.sync.aligned.m64n40k16.f32.bf16.bf16",
+        // A from registers, B K-major (no transpose bit).
+        "{%20, %21, %22, %23}, %24, p, 1, 1, 0;",
+        // Each thread copies its own pieces; the activations are permuted into the B tile.
+        "kiln_copy_async16_zfill(w_ring + slot *", "fence.proxy.async.shared::cta",
+        "__byte_perm(lo, hi, (c & 1) ? 0x7632 : 0x5410)",
+        // The i4 bit trick into the fragments, two register sets in turn.
+        "a[1][f][3] = kiln_mul2_bf16(kiln_sub2_bf16(kiln_and_xor(w[f][1].x >> 12, 0x000f000fu, 0x43084308u)",
+        "kiln_wgmma_wait<1>();  // the product two back"})
+    EXPECT_TRUE(contains(cuda, part)) << part << "\n" << cuda;
+  EXPECT_FALSE(contains(cuda, "ldmatrix")) << cuda;
+  // Without sm_90a's wgmma the batch stays on mma_sync.
+  const ir::TargetScope sm90("sm_90");
+  EXPECT_EQ(gemm_of(q).config.schedule, ir::kMmaSync);
+}
+
+TEST(QuantWgmmaCodegen, EveryFormatCompilesWithoutSpillsInItsDefaultConfig) {
+  for (DType act : {DType::f16, DType::bf16})
+    for (DType weights : {DType::i4, DType::i8})
+      for (int64_t m : {16, 64, 128})
+        for (int zeros = 0; zeros < 3; ++zeros) {
+          Quant q{weights, act, m, 4096, 4096, 128, zeros};
+          SCOPED_TRACE(fmt::format("{} x {} m {} zeros {}", dtype_name(act), dtype_name(weights), m, zeros));
+          ir::Kernel k = gemm_of(q);
+          k.config = ir::gemm_dequant_wgmma_heuristic(k);  // M = 16 defaults to the gemv
+          EXPECT_EQ(spill_bytes(k), 0) << k.config.str();
+        }
+}
+
+TEST(QuantWgmmaCodegen, EveryCandidateOfAnOddShapeIsLegalAndCompiles) {
+  Quant q{DType::i4, DType::f16, 37, 200, 1152, 32, 2};
+  const ir::Kernel k = gemm_of(q);
+  int compiled = 0;
+  for (const ir::TileConfig& c : ir::gemm_dequant_wgmma_sweep(k)) {
+    if (c.split_k > 2) continue;  // the split's part of the source is the same for every count
+    ir::Kernel v = k;
+    v.config = c;
+    SCOPED_TRACE(c.str());
+    EXPECT_NO_THROW(ir::validate(v, c));
+    EXPECT_EQ(spill_bytes(v), 0);
+    ++compiled;
+  }
+  EXPECT_GE(compiled, 12);
+}
+
+TEST(QuantWgmmaCodegen, TheRulesSayWhatIsWrong) {
+  const ir::Kernel k = gemm_of({DType::i4, DType::f16, 64, 512, 1024, 128, 0});
+  ir::TileConfig c = ir::gemm_dequant_wgmma_heuristic(k);
+  auto rule_of = [&](ir::TileConfig bad) {
+    try {
+      ir::validate(k, bad);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  ir::TileConfig bad = c;
+  bad.bm = 32;
+  EXPECT_TRUE(contains(rule_of(bad), "bm must be M rounded up to 8 (64)")) << rule_of(bad);
+  bad = c;
+  bad.bk = 64;
+  EXPECT_TRUE(contains(rule_of(bad), "bk must be 128")) << rule_of(bad);
+  bad = c;
+  bad.warps_n = 6;
+  EXPECT_TRUE(contains(rule_of(bad), "warps_n must be 4, 8 or 16")) << rule_of(bad);
+  bad = c;
+  bad.stages = 2;
+  EXPECT_TRUE(contains(rule_of(bad), "stages must be 3 to 8")) << rule_of(bad);
+  // K not a whole number of steps: the schedule does not apply, and says why.
+  const ir::Kernel odd = gemm_of({DType::i4, DType::f16, 64, 512, 1056, 32, 0});
+  EXPECT_FALSE(ir::gemm_dequant_wgmma_applies(odd));
+  try {
+    ir::validate(odd, c);
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_TRUE(contains(e.what(), "K a multiple of 64 bytes of a weight row")) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace kiln
