@@ -25,15 +25,19 @@
 // turns the step it multiplies next into the B tile (128-byte swizzle, K-major: 8-element
 // chunks of K), each 16-byte piece of a row becoming four pairs in four chunks.
 //
+// The scale (and zero point) of each piece travel with it: the thread also copies the
+// aligned 4-byte word holding each into its own slot (a register FIFO of loads stalled
+// each step on the load it moved, one step after it was issued).
+//
 // A step: wait for the own copies of the next step, one barrier (the B tile and the
 // copies of every thread are in), copy the step stages - 1 ahead, then for each k16
-// product: dequantise its fragments (two sets of registers taken in turn, so that the one
-// the product before reads stays untouched: wait until one group runs), issue it; then
-// write the next step's B tile (every product of the step before has finished).
-// The scales (and zero points) of a piece come `stages - 1` steps ahead through
-// registers. After the loop the epilogue runs on each accumulator (one element a call:
-// the accumulators' columns are activation rows); with split K each slice writes fp32
-// partials and the last slice of a column tile sums them in slice order.
+// product: dequantise its fragments into one of four register sets taken in turn (the
+// product four back, which read it, has finished: three products stay in flight, so
+// the small products' latency overlaps), issue it; then write the next step's B tile
+// (every product of the step before has finished). After the loop the epilogue runs on
+// each accumulator (one element a call: the accumulators' columns are activation rows);
+// with split K each slice writes fp32 partials and the last slice of a column tile sums
+// them in slice order.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -66,7 +70,6 @@ public:
     products_ = c_.bk / 16;
     pieces_ = c_.bk / 8;  // 16-byte pieces of an activation row a step
     x_step_ = int64_t{c_.bm} * c_.bk * 2;
-    w_slot_ = int64_t{c_.bn} * 64;
     split_ = c_.split_k > 1;
     slice_ = ir::gemm_k_slice(k, c_);
     col_tiles_ = ceil_div(g_.n, c_.bn);
@@ -79,6 +82,10 @@ public:
     // fits the dtype's mantissa (an i8 byte does not fit bf16's 7 bits); else fp32.
     packed_ = scale_dtype_ == g_.operand_dtype && integer_zero_ && !(bf16_ && !i4_);
     ahead_ = c_.stages - 1;
+    // A slot: the weight pieces (64 bytes a row), then each thread's 4-byte words holding
+    // the scale (and zero point) of each of its pieces.
+    words_ = zero_ ? 2 : 1;
+    w_slot_ = int64_t{c_.bn} * 64 + int64_t{words_} * 2 * frags_ * threads_ * 4;
   }
 
   std::string emit() const {
@@ -110,8 +117,9 @@ private:
                      zero_ ? fmt::format(" and zero points %{}", k_.args[static_cast<size_t>(dq.zero)].name) : "",
                      dq.group, packed_ ? "packed-pair math" : "fp32 math rounded to the operand dtype");
     s += fmt::format("//   K in steps of {} through a ring of {} steps ({} ahead): each thread's own 16-byte weight "
-                     "pieces, and the activations' step, which the block permutes into the B tile\n",
-                     c_.bk, c_.stages, ahead_);
+                     "pieces with the 4-byte words of their scales{}, and the activations' step, which the block "
+                     "permutes into the B tile\n",
+                     c_.bk, c_.stages, ahead_, zero_ ? " and zero points" : "");
     if (split_)
       s += fmt::format("//   K in {} slices of {}; each column tile's last slice sums the fp32 partials in slice order\n",
                        c_.split_k, slice_);
@@ -205,30 +213,102 @@ private:
     return s;
   }
 
-  // The scale and zero point loads of one piece: group index `at` (code).
-  std::string scale_value(const std::string& at) const {
-    const ir::GemmDequant& dq = g_.b.dequant;
-    if (packed_) {
-      return fmt::format("(unsigned)reinterpret_cast<const unsigned short*>({})[{}] * 0x10001u", param(dq.scale), at);
-    }
-    return fmt::format("__float_as_uint({})", load_expr(scale_dtype_, fmt::format("{}[{}]", param(dq.scale), at)));
+  // The group of this thread's piece of step i (code), as an index into a row's groups.
+  std::string group_code(const std::string& k0) const {
+    const int64_t group = std::min<int64_t>(g_.b.dequant.group, g_.k);
+    return fmt::format("(unsigned)({} + t * {}) / {}u", k0, ir::dequant_wgmma_span(k_), group);
   }
 
-  // The bias a biased pair (or value) loses: the bit trick's offset and an integer zero
-  // point (a packed pair), or the zero point alone as fp32 bits on the fp32 path.
-  std::string zero_value(const std::string& at) const {
+  // The byte of element `at` (code) of a scale or zero point argument.
+  std::string byte_of(int arg, const std::string& at) const {
+    const DType t = k_.args.at(static_cast<size_t>(arg)).type.dtype;
+    if (t == DType::i4) return fmt::format("(({}) >> 1)", at);
+    return fmt::format("(({}) * {})", at, dtype_bytes(t));
+  }
+  int64_t total_bytes(int arg) const {
+    const DType t = k_.args.at(static_cast<size_t>(arg)).type.dtype;
+    const int64_t n = g_.n * groups();
+    return t == DType::i4 ? (n + 1) / 2 : n * dtype_bytes(t);
+  }
+
+  // The ring slot's word w (0: scale, 1: zero point) of this thread's piece (f, r).
+  std::string word_at(const std::string& slot, int w) const {
+    return fmt::format("w_ring + {} * {}u + {}u + (({} * {} + f * 2 + r) * {} + tid) * 4u", slot, w_slot_,
+                       int64_t{c_.bn} * 64, w, 2 * frags_, threads_);
+  }
+
+  // The copies of the 4-byte words that hold each piece's scale (and zero point): the
+  // aligned word around the element, no byte past the argument's end.
+  std::string word_copies() const {
     const ir::GemmDequant& dq = g_.b.dequant;
-    std::string z = "0.0f";
-    if (zero_) {
-      const ir::KernelArg& za = k_.args.at(static_cast<size_t>(dq.zero));
-      if (za.type.dtype == DType::i4) z = fmt::format("(float)kiln_load_i4({}, {})", param(dq.zero), at);
-      else if (za.type.dtype == DType::i8) z = fmt::format("(float){}[{}]", param(dq.zero), at);
-      else z = load_expr(za.type.dtype, fmt::format("{}[{}]", param(dq.zero), at));
+    std::string s = "      const unsigned group = " + group_code("k0") + ";\n";
+    s += fmt::format("#pragma unroll\n      for (int f = 0; f < {}; ++f)\n#pragma unroll\n        for (int r = 0; r < 2; ++r) {{\n",
+                     frags_);
+    s += "          const long long at = s_row[f][r] + group;\n";
+    int w = 0;
+    for (int arg : {dq.scale, dq.zero}) {
+      if (arg < 0) continue;
+      s += fmt::format("          {{\n            const long long from = {} & ~3ll;\n", byte_of(arg, "at"));
+      s += fmt::format("            kiln_copy_async4_zfill({}, reinterpret_cast<const unsigned char*>({}) + from, "
+                       "(unsigned)min(4ll, {}ll - from));\n          }}\n",
+                       word_at("slot", w++), param(arg), total_bytes(arg));
     }
-    if (!packed_) return fmt::format("__float_as_uint({})", z);
-    const double offset = i4_ ? (bf16_ ? 136 : 1032) : 1152;
-    const std::string total = fmt::format("{:.1f}f + {}", offset, z);
-    return bf16_ ? fmt::format("kiln_bf16_pair({}, {})", total, total) : fmt::format("kiln_pair_f16({})", total);
+    return s + "        }\n";
+  }
+
+  // A 16-bit float's bits as fp32 bits.
+  std::string float_bits(DType t, const std::string& bits) const {
+    if (t == DType::bf16) return fmt::format("(({}) << 16)", bits);
+    return fmt::format("__float_as_uint(__half2float(__ushort_as_half((unsigned short)({}))))", bits);
+  }
+
+  // This step's scales and zero points from the words in the ring: packed pairs of the
+  // operand dtype (the zero point joined with the bit trick's offset), or fp32 bits.
+  std::string word_reads() const {
+    const ir::GemmDequant& dq = g_.b.dequant;
+    std::string s = "    const unsigned group = " + group_code(fmt::format("k_begin + i * {}", c_.bk)) + ";\n";
+    s += fmt::format("    unsigned scale2[{}][2]{};\n", frags_,
+                     zero_travels() ? fmt::format(", zero2[{}][2]", frags_) : "");
+    s += fmt::format("#pragma unroll\n    for (int f = 0; f < {}; ++f)\n#pragma unroll\n      for (int r = 0; r < 2; ++r) {{\n",
+                     frags_);
+    s += "        const long long at = s_row[f][r] + group;\n";
+    s += fmt::format("        const unsigned slot = (unsigned)(i % {});\n", c_.stages);
+    const std::string read = "*reinterpret_cast<const unsigned*>(smem_bytes + ({} - smem))";
+    s += "        const unsigned sw = " + fmt::format(fmt::runtime(read), word_at("slot", 0)) + ";\n";
+    if (dtype_bytes(scale_dtype_) == 2) {
+      s += "        const unsigned s_bits = (sw >> ((unsigned)(at & 1) * 16u)) & 0xffffu;\n";
+      s += std::string("        scale2[f][r] = ") +
+           (packed_ ? "s_bits * 0x10001u" : float_bits(scale_dtype_, "s_bits")) + ";\n";
+    } else {
+      s += "        scale2[f][r] = sw;\n";
+    }
+    if (zero_) {
+      const DType zt = k_.args.at(static_cast<size_t>(dq.zero)).type.dtype;
+      s += "        const unsigned zw = " + fmt::format(fmt::runtime(read), word_at("slot", 1)) + ";\n";
+      std::string z;
+      if (zt == DType::i4) {
+        s += "        const unsigned nibble = (zw >> ((unsigned)((at >> 1) & 3) * 8u + (unsigned)(at & 1) * 4u)) & 0xfu;\n";
+        z = "(float)((int)(nibble ^ 8u) - 8)";
+      } else if (zt == DType::i8) {
+        z = "(float)(signed char)(zw >> ((unsigned)(at & 3) * 8u))";
+      } else if (dtype_bytes(zt) == 2) {
+        z = fmt::format("__uint_as_float({})", float_bits(zt, "((zw >> ((unsigned)(at & 1) * 16u)) & 0xffffu)"));
+      } else {
+        z = "__uint_as_float(zw)";
+      }
+      if (packed_) {
+        const double offset = i4_ ? (bf16_ ? 136 : 1032) : 1152;
+        const std::string total = fmt::format("{:.1f}f + {}", offset, z);
+        s += "        zero2[f][r] = " +
+             (bf16_ ? fmt::format("kiln_bf16_pair({}, {})", total, total) : fmt::format("kiln_pair_f16({})", total)) +
+             ";\n";
+      } else {
+        s += fmt::format("        zero2[f][r] = __float_as_uint({});\n", z);
+      }
+    } else if (zero_travels()) {
+      s += "        zero2[f][r] = 0u;  // +0.0f\n";
+    }
+    return s + "      }\n";
   }
 
   // Whether the zero (bias) of a piece travels with its scale, or is one literal pair.
@@ -240,7 +320,6 @@ private:
   // The kernel's steps as lambdas: the copies of a step, the loads of a step's scales and
   // the permutation of a step's activations into a B tile.
   std::string lambdas() const {
-    const ir::GemmDequant& dq = g_.b.dequant;
     std::string s;
     s += "  // The copies of step i into ring slot i % stages (none past the slice), closed as one group.\n";
     s += "  const auto copy_step = [&](int i) {\n";
@@ -252,6 +331,7 @@ private:
                      "(long long)i * 64, w_in[f][r] ? 16u : 0u);\n",
                      w_slot_, threads_);
     s += fmt::format("      const int k0 = k_begin + i * {};\n", c_.bk);
+    s += word_copies();
     s += fmt::format("      for (int it = tid; it < {}; it += {}) {{\n", c_.bm * pieces_, threads_);
     s += fmt::format("        const int m = it / {}, p = it % {};\n", pieces_, pieces_);
     s += fmt::format("        const bool in = m < {};\n", g_.m);
@@ -259,23 +339,6 @@ private:
                      "(long long)(in ? m : 0) * {}ll + k0 + 8 * p, in ? 16u : 0u);\n",
                      x_step_, pieces_, param(g_.a.arg), g_.k);
     s += "      }\n    }\n    kiln_copy_async_commit();\n  };\n";
-
-    // Scales: a FIFO of `ahead` steps in registers.
-    s += fmt::format("  // The scales{} of each piece, {} steps ahead of the products (index 0: this step).\n",
-                     zero_travels() ? " and zero points" : "", ahead_);
-    s += fmt::format("  unsigned scale2[{}][{}][2]{};\n", ahead_, frags_,
-                     zero_travels() ? fmt::format(", zero2[{}][{}][2]", ahead_, frags_) : "");
-    s += "  const auto load_scales = [&](int i, unsigned (&scale)[" + std::to_string(frags_) + "][2]" +
-         (zero_travels() ? ", unsigned (&zero)[" + std::to_string(frags_) + "][2]" : "") + ") {\n";
-    s += "    if (i >= steps) return;\n";
-    s += fmt::format("    const unsigned group = (unsigned)(k_begin + i * {} + t * {}) / {}u;\n", c_.bk,
-                     ir::dequant_wgmma_span(k_), dq.group >= g_.k ? g_.k : dq.group);
-    s += fmt::format("#pragma unroll\n    for (int f = 0; f < {}; ++f)\n#pragma unroll\n      for (int r = 0; r < 2; ++r) {{\n",
-                     frags_);
-    s += "        const long long at = s_row[f][r] + group;\n";
-    s += "        scale[f][r] = " + scale_value("at") + ";\n";
-    if (zero_travels()) s += "        zero[f][r] = " + zero_value("at") + ";\n";
-    s += "      }\n  };\n";
 
     s += "  // The activations of step i (ring slot i % stages) as the B tile `tile`: piece p of row m\n";
     s += "  // (elements 8p .. 8p + 7 of the step) is piece q of thread column t's weight span, and its four\n";
@@ -310,8 +373,8 @@ private:
   // The dequantised pair i (i4: nibbles (i, i + 4) of `word`; i8: bytes (i, i + 2)) of
   // fragment f's row r with this step's scale and zero.
   std::string pair_code(const std::string& word, int i, const std::string& f, int r) const {
-    const std::string sc = fmt::format("scale2[0][{}][{}]", f, r);
-    const std::string zr = zero_travels() ? fmt::format("zero2[0][{}][{}]", f, r) : offset_literal();
+    const std::string sc = fmt::format("scale2[{}][{}]", f, r);
+    const std::string zr = zero_travels() ? fmt::format("zero2[{}][{}]", f, r) : offset_literal();
     const unsigned magic = bf16_ ? 0x43004300u : 0x64006400u;
     std::string biased;
     if (i4_)
@@ -346,10 +409,10 @@ private:
   // (i4: q = kk / 2, pairs 2 (kk % 2) and + 1; i8: q = kk, pairs 0 and 1), into register
   // set kk % 2 (a0 / a1: rows g and g + 8 at the first pair, a2 / a3 at the second).
   std::string product_code(int kk) const {
-    const int q = i4_ ? kk / 2 : kk, first = i4_ ? 2 * (kk % 2) : 0, set = kk % 2;
+    const int q = i4_ ? kk / 2 : kk, first = i4_ ? 2 * (kk % 2) : 0, set = kk % 4;
     std::string s = fmt::format("    // Product {} of the step: word {} of each piece, pairs {} and {}.\n", kk, q, first,
                                 first + 1);
-    s += "    kiln_wgmma_wait<1>();  // the product two back, which read this register set, has finished\n";
+    s += "    kiln_wgmma_wait<3>();  // the product four back, which read this register set, has finished\n";
     s += fmt::format("#pragma unroll\n    for (int f = 0; f < {}; ++f) {{\n", frags_);
     for (int reg = 0; reg < 4; ++reg) {
       const int r = reg & 1, pair = first + (reg >> 1);
@@ -364,14 +427,12 @@ private:
 
   std::string main_loop() const {
     std::string s;
-    s += fmt::format("  // Fill the ring {} steps deep, and the scales as far.\n", ahead_);
+    s += fmt::format("  // Fill the ring {} steps deep.\n", ahead_);
     s += fmt::format("#pragma unroll 1\n  for (int i = 0; i < {}; ++i) copy_step(i);\n", ahead_);
-    for (int d = 0; d < ahead_; ++d)
-      s += fmt::format("  load_scales({}, scale2[{}]{});\n", d, d, zero_travels() ? fmt::format(", zero2[{}]", d) : "");
     s += fmt::format("  kiln_copy_async_wait_group<{}>();  // step 0 has landed\n", ahead_ - 1);
     s += "  __syncthreads();\n";
     s += "  permute_step(0, b_tiles);\n";
-    s += fmt::format("  unsigned a[2][{}][4];  // two sets of A fragments, taken in turn\n", frags_);
+    s += fmt::format("  unsigned a[4][{}][4];  // four sets of A fragments, taken in turn\n", frags_);
     s += "#pragma unroll 1\n  for (int i = 0; i < steps; ++i) {\n";
     s += fmt::format("    kiln_copy_async_wait_group<{}>();  // this thread's copies of step i + 1 have landed\n",
                      ahead_ - 2);
@@ -384,16 +445,8 @@ private:
     s += fmt::format("        w[f][r] = *reinterpret_cast<const uint4*>(smem_bytes + (w_ring - smem) + (i % {}) * {}u + "
                      "((f * 2 + r) * {} + tid) * 16u);\n",
                      c_.stages, w_slot_, threads_);
+    s += word_reads();
     for (int kk = 0; kk < products_; ++kk) s += product_code(kk);
-    s += "    // The scales move up one step; the last comes in for step i + ahead.\n";
-    s += fmt::format("#pragma unroll\n    for (int d = 0; d + 1 < {}; ++d)\n#pragma unroll\n      for (int f = 0; f < {}; ++f)\n"
-                     "#pragma unroll\n        for (int r = 0; r < 2; ++r) {{\n",
-                     ahead_, frags_);
-    s += "          scale2[d][f][r] = scale2[d + 1][f][r];\n";
-    if (zero_travels()) s += "          zero2[d][f][r] = zero2[d + 1][f][r];\n";
-    s += "        }\n";
-    s += fmt::format("    load_scales(i + {}, scale2[{}]{});\n", ahead_, ahead_ - 1,
-                     zero_travels() ? fmt::format(", zero2[{}]", ahead_ - 1) : "");
     s += "    // Every product of step i - 1 has finished (one group runs): its B tile takes step i + 1.\n";
     s += fmt::format("    if (i + 1 < steps) permute_step(i + 1, b_tiles + (unsigned)((i + 1) & 1) * {}u);\n", x_step_);
     s += "  }\n";
@@ -431,7 +484,8 @@ private:
     s += fmt::format("    if (last_slice) {}[blockIdx.x] = 0;  // the next launch starts from zero\n", name("tickets"));
     s += "  }\n  __syncthreads();\n  if (!last_slice) return;\n  __threadfence();\n";
     s += "  // The last slice: every slice's partials in slice order (the same bits every run).\n";
-    s += element_loop(fmt::format("      float sum = 0.0f;\n      if (m < {} && n < {})\n#pragma unroll 1\n"
+    // The slices' loads of an element issue together (a loop kept rolled waited on each).
+    s += element_loop(fmt::format("      float sum = 0.0f;\n      if (m < {} && n < {})\n#pragma unroll\n"
                                   "        for (int z = 0; z < {}; ++z) sum += __ldcg({} + (long long)z * {}ll + "
                                   "(long long)m * {} + n);\n"
                                   "      const float values[1] = {{sum}};\n      {}",
@@ -446,7 +500,7 @@ private:
   std::vector<std::string> params_;
   GemmEpilogue epilogue_;
   bool i4_ = true, bf16_ = false, split_ = false, zero_ = false, integer_zero_ = true, packed_ = true;
-  int warpgroups_ = 1, threads_ = 128, frags_ = 1, products_ = 8, pieces_ = 16, ahead_ = 2;
+  int warpgroups_ = 1, threads_ = 128, frags_ = 1, products_ = 8, pieces_ = 16, ahead_ = 2, words_ = 1;
   int64_t x_step_ = 0, w_slot_ = 0, slice_ = 0, col_tiles_ = 0;
   DType scale_dtype_ = DType::f16;
 };

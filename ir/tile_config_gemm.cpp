@@ -357,8 +357,10 @@ TileConfig gemm_heuristic(const Kernel& k) {
   }
   // Dequantised weights for a few rows: the weight's bytes are the time; gemv streams them.
   if (g.b.dequant.active() && gemm_gemv_applies(k)) return gemm_gemv_heuristic(k);
-  // More rows on sm_90a: wgmma with the weight dequantised in registers as its A operand.
-  if (gemm_dequant_wgmma_applies(k)) return gemm_dequant_wgmma_heuristic(k);
+  // dequant_wgmma (the weight dequantised in registers as wgmma's A operand) stays a tuning
+  // candidate: on an H100 its best config at 64 x 8192 x 8192 (i4, groups of 128) took
+  // 50.9 us against 52.4 us for mma_sync below (3%, inside the noise), and 30-35 us
+  // against 20 us for the gemv at 16 rows (bench/NOTES.md).
   // Dequantised weights for more rows (dequantised in mma_sync's load stage): the tuner's
   // best at 64 x 8192 x 8192 (i4, groups of 128, bf16; one sweep on the H200, bench/NOTES.md),
   // 64 x 64 tiles of four warps, 64 elements of K a stage and three stages: 66.7 us

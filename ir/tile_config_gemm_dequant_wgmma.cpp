@@ -69,13 +69,17 @@ bool gemm_dequant_wgmma_applies(const Kernel& k) {
 
 int64_t dequant_wgmma_shared_bytes(const Kernel& k, const TileConfig& c) {
   const int64_t x_step = int64_t{c.bm} * c.bk * dtype_bytes(k.gemm.operand_dtype);
+  // The words of each thread's scales (and zero points): 4 bytes a piece, 4 pieces a row.
+  const int64_t words = int64_t{c.bn} * 16 * (k.gemm.b.dequant.zero >= 0 ? 2 : 1);
   // 1 KB of alignment slack, the rings (weights: 64 bytes a row a step), two B tiles.
-  return 1024 + int64_t{c.stages} * (int64_t{c.bn} * 64 + x_step) + 2 * x_step;
+  return 1024 + int64_t{c.stages} * (int64_t{c.bn} * 64 + words + x_step) + 2 * x_step;
 }
 
 int64_t dequant_wgmma_held_registers(const Kernel& k, const TileConfig& c) {
-  const int64_t frags = frags_of(c), zero = k.gemm.b.dequant.zero >= 0 ? 1 : 0;
-  return frags * (c.bm / 2 + 8 + 8 + int64_t{std::max(1, c.stages - 1)} * 2 * (1 + zero));
+  // Per fragment: accumulators, four sets of A registers, the step's weight words, and
+  // the step's scales and zero points.
+  (void)k;
+  return frags_of(c) * (int64_t{c.bm} / 2 + 16 + 8 + 4);
 }
 
 void validate_gemm_dequant_wgmma(const Kernel& k, const TileConfig& c) {

@@ -70,17 +70,14 @@ TEST(QuantGpu, GroupSizesFromThirtyTwoToARow) {
     }
 }
 
-// On sm_90a the default is dequant_wgmma (the weight in registers as wgmma's A), elsewhere
-// mma_sync with the dequant in its load stage.
-TEST(QuantGpu, LargerBatchesOnTensorCores) {
+TEST(QuantGpu, LargerBatchesOnMmaSync) {
   KILN_REQUIRE_GPU();
-  const int expected = runtime::default_arch() == "sm_90a" ? ir::kDequantWgmma : ir::kMmaSync;
   for (DType weights : {DType::i4, DType::i8})
     for (int zeros : {0, 1, 2}) {
       // Groups of 64: six a row, so that i4 zero points pack whole bytes.
       Quant q{weights, DType::bf16, 77, 160, 384, 64, zeros};
       SCOPED_TRACE(fmt::format("{} zeros {}", dtype_name(weights), zeros));
-      EXPECT_EQ(expect_matches_reference(quant_linear(q).ir()), expected);
+      EXPECT_EQ(expect_matches_reference(quant_linear(q).ir()), ir::kMmaSync);
     }
 }
 

@@ -49,9 +49,7 @@ TEST(QuantLowering, DequantFoldsIntoTheGemmOperandAndItsEpilogue) {
   EXPECT_TRUE(contains(cuda, "kiln_and_xor(")) << cuda;  // the i4 bit trick, not conversions
 }
 
-// Without sm_90a's wgmma (the dequant_wgmma schedule's target), larger batches take mma_sync.
 TEST(QuantLowering, LargerBatchesTakeTheMmaScheduleWithTheDequantInTheLoad) {
-  const ir::TargetScope target("sm_90");
   Quant q;
   q.m = 100;
   q.zeros = 1;
@@ -157,7 +155,7 @@ TEST(QuantCodegen, EveryWeightFormatCompilesWithoutSpillsInItsDefaultConfig) {
           SCOPED_TRACE(fmt::format("{} x {} m {} zeros {}", dtype_name(act), dtype_name(weights), m, zeros));
           const passes::Plan p = planned(quant_linear(q).ir());
           ASSERT_EQ(p.kernels.size(), 1u);
-          EXPECT_EQ(p.kernels[0].config.schedule, m <= 16 ? ir::kGemv : ir::kDequantWgmma);
+          EXPECT_EQ(p.kernels[0].config.schedule, m <= 16 ? ir::kGemv : ir::kMmaSync);
           EXPECT_EQ(spill_bytes(p.kernels[0], "sm_90a"), 0) << p.kernels[0].config.str();
           if (m == 1) {
             EXPECT_EQ(spill_bytes(p.kernels[0], "sm_80"), 0) << p.kernels[0].config.str();
@@ -206,7 +204,6 @@ TEST(QuantCodegen, PlainHalfWeightsMayTakeGemvToo) {
 }
 
 TEST(QuantCodegen, PackedWeightsCopyByCpAsyncAndDequantiseInSharedMemory) {
-  const ir::TargetScope target("sm_90");  // sm_90a takes dequant_wgmma
   Quant q;
   q.m = 64;
   q.n = 1024;

@@ -1,9 +1,11 @@
-// The dequant_wgmma schedule (sm_90a): batches of up to 128 rows against i4 / i8 weights
-// take wgmma with the weight dequantised in registers as the A operand; the generated
-// source says so, every weight format compiles without spills or serialised products
-// in its default config, and every candidate of one odd shape does too.
+// The dequant_wgmma schedule (sm_90a, a tuning candidate): batches of up to 128 rows
+// against i4 / i8 weights on wgmma with the weight dequantised in registers as the A
+// operand; the generated source says so, every weight format compiles without spills or
+// serialised products in the schedule's default config, and every candidate of one odd
+// shape does too.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <regex>
 #include <string>
 
@@ -44,27 +46,36 @@ int spill_bytes(const ir::Kernel& k) {
   return -1;
 }
 
-TEST(QuantWgmmaCodegen, BatchesTakeTheTransposedProductWithTheWeightInRegisters) {
+// The schedule's own default config (a tuning candidate: the gemm default stays mma_sync,
+// which measured faster).
+TEST(QuantWgmmaCodegen, TheScheduleComputesTheTransposedProductWithTheWeightInRegisters) {
   Quant q{DType::i4, DType::bf16, 37, 4096, 4096, 128, 0};
-  const ir::Kernel k = gemm_of(q);
-  ASSERT_EQ(k.config.schedule, ir::kDequantWgmma) << k.config.str();
+  ir::Kernel k = gemm_of(q);
+  EXPECT_EQ(k.config.schedule, ir::kMmaSync);
+  ASSERT_TRUE(ir::gemm_dequant_wgmma_applies(k));
+  k.config = ir::gemm_dequant_wgmma_heuristic(k);
   EXPECT_EQ(k.config.bm, 40);  // M rounded up to 8: the products' N
+  const std::vector<ir::TileConfig> sweep = ir::gemm_dequant_wgmma_sweep(k);
+  EXPECT_NE(std::find(sweep.begin(), sweep.end(), k.config), sweep.end());
+  const std::vector<ir::TileConfig> all = ir::candidates(k);
+  EXPECT_NE(std::find(all.begin(), all.end(), k.config), all.end());
   const std::string cuda = codegen::emit_cuda(k);
   for (const char* part :
        {"schedule dequant_wgmma: y^T = dequant(w) x^T", "wgmma.mma_async.sync.aligned.m64n40k16.f32.bf16.bf16",
         // A from registers, B K-major (no transpose bit).
         "{%20, %21, %22, %23}, %24, p, 1, 1, 0;",
-        // Each thread copies its own pieces; the activations are permuted into the B tile.
-        "kiln_copy_async16_zfill(w_ring + slot *", "fence.proxy.async.shared::cta",
-        "__byte_perm(lo, hi, (c & 1) ? 0x7632 : 0x5410)",
-        // The i4 bit trick into the fragments, two register sets in turn.
-        "a[1][f][3] = kiln_mul2_bf16(kiln_sub2_bf16(kiln_and_xor(w[f][1].x >> 12, 0x000f000fu, 0x43084308u)",
-        "kiln_wgmma_wait<1>();  // the product two back"})
+        // Each thread copies its own pieces and their scales' words; the activations are
+        // permuted into the B tile.
+        "kiln_copy_async16_zfill(w_ring + slot *", "kiln_copy_async4_zfill(w_ring + slot *",
+        "fence.proxy.async.shared::cta", "__byte_perm(lo, hi, (c & 1) ? 0x7632 : 0x5410)",
+        // The i4 bit trick into the fragments, four register sets in turn.
+        "a[3][f][3] = kiln_mul2_bf16(kiln_sub2_bf16(kiln_and_xor(w[f][1].y >> 12, 0x000f000fu, 0x43084308u)",
+        "kiln_wgmma_wait<3>();  // the product four back"})
     EXPECT_TRUE(contains(cuda, part)) << part << "\n" << cuda;
   EXPECT_FALSE(contains(cuda, "ldmatrix")) << cuda;
-  // Without sm_90a's wgmma the batch stays on mma_sync.
+  // Not on plain sm_90 (no wgmma).
   const ir::TargetScope sm90("sm_90");
-  EXPECT_EQ(gemm_of(q).config.schedule, ir::kMmaSync);
+  EXPECT_FALSE(ir::gemm_dequant_wgmma_applies(gemm_of(q)));
 }
 
 TEST(QuantWgmmaCodegen, EveryFormatCompilesWithoutSpillsInItsDefaultConfig) {
