@@ -66,12 +66,10 @@ public:
     bf16_ = g_.operand_dtype == DType::bf16;
     warpgroups_ = c_.warps_n / 4;
     threads_ = 32 * c_.warps_n;
-    pieces_per_thread_ = 4 * c_.bn / threads_;
+    frags_ = c_.bn / (64 * warpgroups_);
     products_ = c_.bk / 16;
     pieces_ = c_.bk / 8;  // 16-byte pieces of an activation row a step
     x_step_ = int64_t{c_.bm} * c_.bk * 2;
-    a_tile_ = int64_t{64} * c_.bk * 2;
-    w_tile_ = int64_t{c_.bn} * c_.bk * 2;
     split_ = c_.split_k > 1;
     slice_ = ir::gemm_k_slice(k, c_);
     col_tiles_ = ceil_div(g_.n, c_.bn);
@@ -86,14 +84,15 @@ public:
     ahead_ = c_.stages - 1;
     // A slot: the weight pieces (64 bytes a row), then each thread's 4-byte words holding
     // the scale (and zero point) of each of its pieces.
-    w_slot_ = int64_t{c_.bn} * 64 + int64_t{zero_ ? 2 : 1} * 4 * c_.bn * 4;
+    words_ = zero_ ? 2 : 1;
+    w_slot_ = int64_t{c_.bn} * 64 + int64_t{words_} * 2 * frags_ * threads_ * 4;
   }
 
   std::string emit() const {
     std::string s = header();
     if (split_) s += scratch();
     s += epilogue_.functions() + product_function() + pack_function() + signature() + setup() + lambdas() +
-         main_loop() + sum_warpgroups() + (split_ ? split_epilogue() : epilogue());
+         main_loop() + (split_ ? split_epilogue() : epilogue());
     return s + "}\n";
   }
 
@@ -109,18 +108,17 @@ private:
     s += fmt::format("// Config {}:\n//   grid {} x {} blocks of {} threads ({} warpgroup{}), {} bytes of shared memory\n",
                      c_.str(), d.grid[0], d.grid[1], d.block[0], warpgroups_, warpgroups_ == 1 ? "" : "s",
                      d.shared_bytes);
-    s += fmt::format("//   schedule dequant_wgmma: wgmma m64n{}k16, A the {} activation rows (of 64) and B {} weight rows "
-                     "dequantised into shared memory{}\n",
-                     c_.bn, g_.m, c_.bn,
-                     warpgroups_ > 1 ? "; the warpgroups take alternate k16 products and add their sums at the end" : "");
+    s += fmt::format("//   schedule dequant_wgmma: y^T = dequant(w) x^T; each warpgroup owns {} weight rows as {} wgmma "
+                     "m64n{}k16 fragment{} (A from registers, dequantised there), the {} activation rows (of {}) are N\n",
+                     64 * frags_, frags_, c_.bm, frags_ == 1 ? "" : "s", c_.bm, g_.m);
     s += fmt::format("//   B %{}: {} weights [N, K], (w - z) * s with scales %{}{} per {} elements of K, {}\n",
                      k_.args[static_cast<size_t>(g_.b.arg)].name, i4_ ? "i4" : "i8",
                      k_.args[static_cast<size_t>(dq.scale)].name,
                      zero_ ? fmt::format(" and zero points %{}", k_.args[static_cast<size_t>(dq.zero)].name) : "",
                      dq.group, packed_ ? "packed-pair math" : "fp32 math rounded to the operand dtype");
     s += fmt::format("//   K in steps of {} through a ring of {} steps ({} ahead): each thread's own 16-byte weight "
-                     "pieces with the 4-byte words of their scales{}, and the activations' step; the block turns "
-                     "the next step into its A and B tiles while the products of this one run\n",
+                     "pieces with the 4-byte words of their scales{}, and the activations' step, which the block "
+                     "permutes into the B tile\n",
                      c_.bk, c_.stages, ahead_, zero_ ? " and zero points" : "");
     if (split_)
       s += fmt::format("//   K in {} slices of {}; each column tile's last slice sums the fp32 partials in slice order\n",
@@ -134,26 +132,27 @@ private:
                        int64_t{c_.split_k} * g_.m * g_.n, name("tickets"), col_tiles_);
   }
 
-  // acc += A B over 16 of K: the activations' 64 rows against bn weight rows, both K-major
-  // in shared memory.
+  // acc += W X^T over 16 of K: the warpgroup's 64 weight rows as A fragments in registers,
+  // the B tile's bm activation rows K-major in shared memory.
   std::string product_function() const {
-    const int regs = c_.bn / 2;
+    const int regs = c_.bm / 2;
     std::vector<std::string> dregs, outs;
     for (int i = 0; i < regs; ++i) {
       dregs.push_back(fmt::format("%{}", i));
       outs.push_back(fmt::format("\"+f\"(acc[{}])", i));
     }
     std::string s = fmt::format(
-        "// acc += A B over 16 of K: 64 activation rows against {} dequantised weight rows, both K-major.\n", c_.bn);
-    s += fmt::format("static __device__ __forceinline__ void {}(float (&acc)[{}], unsigned long long a, "
+        "// acc += A B over 16 of K: 64 weight rows as the warpgroup's A fragments, {} activation rows K-major.\n",
+        c_.bm);
+    s += fmt::format("static __device__ __forceinline__ void {}(float (&acc)[{}], const unsigned (&a)[4], "
                      "unsigned long long b) {{\n",
                      name("product"), regs);
-    s += fmt::format("  asm volatile(\"{{ .reg .pred p; setp.ne.b32 p, %{}, 0;\\n\"\n", regs + 2);
-    s += fmt::format("               \"wgmma.mma_async.sync.aligned.m64n{}k16.f32.{}.{} {{{}}}, %{}, %{}, p, 1, 1, 0, 0;"
-                     "\\n}}\"\n",
-                     c_.bn, type(), type(), fmt::join(dregs, ", "), regs, regs + 1);
+    s += fmt::format("  asm volatile(\"{{ .reg .pred p; setp.ne.b32 p, %{}, 0;\\n\"\n", regs + 5);
+    s += fmt::format("               \"wgmma.mma_async.sync.aligned.m64n{}k16.f32.{}.{} {{{}}}, {{%{}, %{}, %{}, %{}}}, "
+                     "%{}, p, 1, 1, 0;\\n}}\"\n",
+                     c_.bm, type(), type(), fmt::join(dregs, ", "), regs, regs + 1, regs + 2, regs + 3, regs + 4);
     s += fmt::format("               : {}\n", fmt::join(outs, ", "));
-    s += "               : \"l\"(a), \"l\"(b), \"n\"(1) : \"memory\");\n}\n";
+    s += "               : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(b), \"n\"(1) : \"memory\");\n}\n";
     return s;
   }
 
@@ -175,16 +174,16 @@ private:
   int64_t groups() const { return g_.k / g_.b.dequant.group; }
 
   std::string setup() const {
+    const ir::GemmDequant& dq = g_.b.dequant;
     std::string s = "  extern __shared__ __align__(1024) unsigned char kiln_smem[];\n";
-    s += "  // Two A tiles and two B tiles first (1024-byte aligned: the 128-byte swizzle repeats every 8\n";
-    s += "  // rows), then the activations' ring, then the weights' ring.\n";
+    s += "  // The two B tiles first (1024-byte aligned: the 128-byte swizzle repeats every 8 rows), then the\n";
+    s += "  // activations' ring, then the weights' ring.\n";
     s += "  const unsigned smem = ((unsigned)__cvta_generic_to_shared(kiln_smem) + 1023u) & ~1023u;\n";
-    s += fmt::format("  const unsigned a_tiles = smem, b_tiles = smem + {}u;\n", 2 * a_tile_);
-    s += fmt::format("  const unsigned x_ring = b_tiles + {}u, w_ring = x_ring + {}u;\n", 2 * w_tile_,
+    s += fmt::format("  const unsigned b_tiles = smem, x_ring = smem + {}u, w_ring = x_ring + {}u;\n", 2 * x_step_,
                      c_.stages * x_step_);
     s += "  unsigned char* const smem_bytes = kiln_smem + (smem - (unsigned)__cvta_generic_to_shared(kiln_smem));\n";
     s += "  const int tid = (int)threadIdx.x, lane = tid & 31, warp = (tid >> 5) & 3, warpgroup = tid >> 7;\n";
-    s += "  const int g = lane >> 2, t = lane & 3;  // fragment row; the piece of a weight row this thread copies\n";
+    s += "  const int g = lane >> 2, t = lane & 3;  // fragment row, and the piece of K this thread copies\n";
     s += fmt::format("  const int n0 = (int)blockIdx.x * {};\n", c_.bn);
     s += "  [[maybe_unused]] const unsigned batch = 0;\n";
     if (split_) {
@@ -193,26 +192,24 @@ private:
     } else {
       s += fmt::format("  constexpr int k_begin = 0, steps = {};\n", g_.k / c_.bk);
     }
-    s += fmt::format("  // This thread's pieces: piece t of weight rows tid / 4 + {} j (clamped to the last row:\n"
-                     "  // rows past N are computed and dropped).\n",
-                     threads_ / 4);
-    s += fmt::format("  const unsigned char* w_src[{0}];\n  long long s_row[{0}];\n  bool w_in[{0}];\n", pieces_per_thread_);
-    s += fmt::format("#pragma unroll\n  for (int j = 0; j < {}; ++j) {{\n", pieces_per_thread_);
-    s += fmt::format("    const int row = n0 + (tid >> 2) + {} * j;\n", threads_ / 4);
-    s += fmt::format("    w_in[j] = row < {};\n", g_.n);
-    s += fmt::format("    const long long clamped = (long long)min(row, {});\n", g_.n - 1);
-    s += fmt::format("    w_src[j] = reinterpret_cast<const unsigned char*>({}) + clamped * {}ll + k_begin / {} + t * 16;\n",
+    s += fmt::format("  // This thread's weight rows: rows g and g + 8 of its warp's 16 in each m64 fragment\n"
+                     "  // (clamped to the last row: rows past N are computed and dropped).\n");
+    s += fmt::format("  const unsigned char* w_src[{}][2];\n  long long s_row[{}][2];\n  bool w_in[{}][2];\n", frags_,
+                     frags_, frags_);
+    s += fmt::format("#pragma unroll\n  for (int f = 0; f < {}; ++f)\n#pragma unroll\n    for (int r = 0; r < 2; ++r) {{\n",
+                     frags_);
+    s += fmt::format("      const int row = n0 + warpgroup * {} + f * 64 + warp * 16 + g + 8 * r;\n", 64 * frags_);
+    s += fmt::format("      w_in[f][r] = row < {};\n", g_.n);
+    s += fmt::format("      const long long clamped = (long long)min(row, {});\n", g_.n - 1);
+    s += fmt::format("      w_src[f][r] = reinterpret_cast<const unsigned char*>({}) + clamped * {}ll + k_begin / {} + t * 16;\n",
                      param(g_.b.arg), row_bytes(), i4_ ? 2 : 1);
-    s += fmt::format("    s_row[j] = clamped * {}ll;\n", groups());
-    s += "  }\n";
-    if (c_.bm < 64) {
-      s += fmt::format("  // The A tiles' rows past the {} loaded stay zero.\n", c_.bm);
-      s += fmt::format("  for (int v = tid; v < {}; v += {}) *reinterpret_cast<uint4*>(smem_bytes + v * 16) = "
-                       "make_uint4(0u, 0u, 0u, 0u);\n",
-                       2 * a_tile_ / 16, threads_);
-    }
-    s += fmt::format("  float acc[{}];\n#pragma unroll\n  for (int e = 0; e < {}; ++e) acc[e] = 0.0f;\n", c_.bn / 2,
-                     c_.bn / 2);
+    s += fmt::format("      s_row[f][r] = clamped * {}ll;\n", groups());
+    s += "    }\n";
+    (void)dq;
+    s += fmt::format("  float acc[{}][{}];\n", frags_, c_.bm / 2);
+    s += fmt::format("#pragma unroll\n  for (int f = 0; f < {}; ++f)\n#pragma unroll\n    for (int i = 0; i < {}; ++i) "
+                     "acc[f][i] = 0.0f;\n",
+                     frags_, c_.bm / 2);
     return s;
   }
 
@@ -234,10 +231,10 @@ private:
     return t == DType::i4 ? (n + 1) / 2 : n * dtype_bytes(t);
   }
 
-  // The ring slot's word w (0: scale, 1: zero point) of this thread's piece j.
+  // The ring slot's word w (0: scale, 1: zero point) of this thread's piece (f, r).
   std::string word_at(const std::string& slot, int w) const {
-    return fmt::format("w_ring + {} * {}u + {}u + (({} * {} + j) * {} + tid) * 4u", slot, w_slot_,
-                       int64_t{c_.bn} * 64, w, pieces_per_thread_, threads_);
+    return fmt::format("w_ring + {} * {}u + {}u + (({} * {} + f * 2 + r) * {} + tid) * 4u", slot, w_slot_,
+                       int64_t{c_.bn} * 64, w, 2 * frags_, threads_);
   }
 
   // The copies of the 4-byte words that hold each piece's scale (and zero point): the
@@ -245,8 +242,9 @@ private:
   std::string word_copies() const {
     const ir::GemmDequant& dq = g_.b.dequant;
     std::string s = "      const unsigned group = " + group_code("k0") + ";\n";
-    s += fmt::format("#pragma unroll\n      for (int j = 0; j < {}; ++j) {{\n", pieces_per_thread_);
-    s += "          const long long at = s_row[j] + group;\n";
+    s += fmt::format("#pragma unroll\n      for (int f = 0; f < {}; ++f)\n#pragma unroll\n        for (int r = 0; r < 2; ++r) {{\n",
+                     frags_);
+    s += "          const long long at = s_row[f][r] + group;\n";
     int w = 0;
     for (int arg : {dq.scale, dq.zero}) {
       if (arg < 0) continue;
@@ -255,7 +253,7 @@ private:
                        "(unsigned)min(4ll, {}ll - from));\n          }}\n",
                        word_at("slot", w++), param(arg), total_bytes(arg));
     }
-    return s + "      }\n";
+    return s + "        }\n";
   }
 
   // A 16-bit float's bits as fp32 bits.
@@ -269,19 +267,20 @@ private:
   std::string word_reads() const {
     const ir::GemmDequant& dq = g_.b.dequant;
     std::string s = "    const unsigned group = " + group_code(fmt::format("k_begin + i * {}", c_.bk)) + ";\n";
-    s += fmt::format("    const unsigned slot = (unsigned)(i % {});\n", c_.stages);
-    s += fmt::format("    unsigned scale2[{}]{};\n", pieces_per_thread_,
-                     zero_travels() ? fmt::format(", zero2[{}]", pieces_per_thread_) : "");
-    s += fmt::format("#pragma unroll\n    for (int j = 0; j < {}; ++j) {{\n", pieces_per_thread_);
-    s += "        const long long at = s_row[j] + group;\n";
+    s += fmt::format("    unsigned scale2[{}][2]{};\n", frags_,
+                     zero_travels() ? fmt::format(", zero2[{}][2]", frags_) : "");
+    s += fmt::format("#pragma unroll\n    for (int f = 0; f < {}; ++f)\n#pragma unroll\n      for (int r = 0; r < 2; ++r) {{\n",
+                     frags_);
+    s += "        const long long at = s_row[f][r] + group;\n";
+    s += fmt::format("        const unsigned slot = (unsigned)(i % {});\n", c_.stages);
     const std::string read = "*reinterpret_cast<const unsigned*>(smem_bytes + ({} - smem))";
     s += "        const unsigned sw = " + fmt::format(fmt::runtime(read), word_at("slot", 0)) + ";\n";
     if (dtype_bytes(scale_dtype_) == 2) {
       s += "        const unsigned s_bits = (sw >> ((unsigned)(at & 1) * 16u)) & 0xffffu;\n";
-      s += std::string("        scale2[j] = ") +
+      s += std::string("        scale2[f][r] = ") +
            (packed_ ? "s_bits * 0x10001u" : float_bits(scale_dtype_, "s_bits")) + ";\n";
     } else {
-      s += "        scale2[j] = sw;\n";
+      s += "        scale2[f][r] = sw;\n";
     }
     if (zero_) {
       const DType zt = k_.args.at(static_cast<size_t>(dq.zero)).type.dtype;
@@ -300,14 +299,14 @@ private:
       if (packed_) {
         const double offset = i4_ ? (bf16_ ? 136 : 1032) : 1152;
         const std::string total = fmt::format("{:.1f}f + {}", offset, z);
-        s += "        zero2[j] = " +
+        s += "        zero2[f][r] = " +
              (bf16_ ? fmt::format("kiln_bf16_pair({}, {})", total, total) : fmt::format("kiln_pair_f16({})", total)) +
              ";\n";
       } else {
-        s += fmt::format("        zero2[j] = __float_as_uint({});\n", z);
+        s += fmt::format("        zero2[f][r] = __float_as_uint({});\n", z);
       }
     } else if (zero_travels()) {
-      s += "        zero2[j] = 0u;  // +0.0f\n";
+      s += "        zero2[f][r] = 0u;  // +0.0f\n";
     }
     return s + "      }\n";
   }
@@ -318,17 +317,18 @@ private:
     return i4_ ? (bf16_ ? "0x43084308u" : "0x64086408u") : "0x64806480u";
   }
 
-  // The kernel's steps as lambdas: the copies of a step, and the turning of a step's copies
-  // into the A tile (the activations, permuted) and the B tile (the weight, dequantised).
+  // The kernel's steps as lambdas: the copies of a step, the loads of a step's scales and
+  // the permutation of a step's activations into a B tile.
   std::string lambdas() const {
     std::string s;
     s += "  // The copies of step i into ring slot i % stages (none past the slice), closed as one group.\n";
     s += "  const auto copy_step = [&](int i) {\n";
     s += "    if (i < steps) {\n";
     s += fmt::format("      const int slot = i % {};\n", c_.stages);
-    s += fmt::format("#pragma unroll\n      for (int j = 0; j < {}; ++j)\n", pieces_per_thread_);
-    s += fmt::format("        kiln_copy_async16_zfill(w_ring + slot * {}u + (j * {} + tid) * 16u, w_src[j] + "
-                     "(long long)i * 64, w_in[j] ? 16u : 0u);\n",
+    s += fmt::format("#pragma unroll\n      for (int f = 0; f < {}; ++f)\n#pragma unroll\n        for (int r = 0; r < 2; ++r)\n",
+                     frags_);
+    s += fmt::format("          kiln_copy_async16_zfill(w_ring + slot * {}u + ((f * 2 + r) * {} + tid) * 16u, w_src[f][r] + "
+                     "(long long)i * 64, w_in[f][r] ? 16u : 0u);\n",
                      w_slot_, threads_);
     s += fmt::format("      const int k0 = k_begin + i * {};\n", c_.bk);
     s += word_copies();
@@ -339,11 +339,12 @@ private:
                      "(long long)(in ? m : 0) * {}ll + k0 + 8 * p, in ? 16u : 0u);\n",
                      x_step_, pieces_, param(g_.a.arg), g_.k);
     s += "      }\n    }\n    kiln_copy_async_commit();\n  };\n";
-    s += "  // The activations of step i (ring slot i % stages) as the A tile `tile`: piece p of row m\n";
+
+    s += "  // The activations of step i (ring slot i % stages) as the B tile `tile`: piece p of row m\n";
     s += "  // (elements 8p .. 8p + 7 of the step) is piece q of thread column t's weight span, and its four\n";
     s += "  // pairs go to chunks 4q + c (word t) of the row, where the weights' pairs meet them.\n";
     s += "  const auto permute_step = [&](int i, unsigned tile) {\n";
-    s += fmt::format("    const unsigned char* const from = smem_bytes + (x_ring - smem) + (i % {}) * {}u;\n", c_.stages,
+    s += fmt::format("    const unsigned char* const from = smem_bytes + {}u + (i % {}) * {}u;\n", 2 * x_step_, c_.stages,
                      x_step_);
     s += "    const int r = lane & 7, tt = lane >> 3;  // a warp: 8 rows x the 4 thread columns\n";
     s += fmt::format("    for (int it = tid >> 5; it < {}; it += {}) {{\n", c_.bm / 8 * (pieces_ / 4), threads_ / 32);
@@ -362,39 +363,18 @@ private:
     s += "        const int chunk = 4 * q + c;\n";
     s += fmt::format("        *reinterpret_cast<unsigned*>(smem_bytes + (tile - smem) + (chunk >> 3) * {}u + m * 128 + "
                      "(((chunk & 7) ^ r) << 4) + tt * 4) = pair;\n",
-                     64 * 128);
+                     c_.bm * 128);
     s += "      }\n    }\n";
-    s += "  };\n";
-    s += "  // Step i's tiles: the activations permuted into A tile i % 2, and this thread's weight pieces\n";
-    s += "  // dequantised into B tile i % 2: pair c of word q of a piece goes to the K chunk where the\n";
-    s += "  // activations' pair meets it (i4: 4q + c; i8: 2q + c), at the piece's word t of the chunk.\n";
-    s += "  const auto tiles_of_step = [&](int i) {\n";
-    s += fmt::format("    permute_step(i, a_tiles + (unsigned)(i & 1) * {}u);\n", a_tile_);
-    s += fmt::format("    unsigned char* const b_tile = smem_bytes + {}u + (unsigned)(i & 1) * {}u;\n", 2 * a_tile_, w_tile_);
-    s += word_reads();
-    s += fmt::format("#pragma unroll\n    for (int j = 0; j < {}; ++j) {{\n", pieces_per_thread_);
-    s += fmt::format("      const int row = (tid >> 2) + {} * j;\n", threads_ / 4);
-    s += fmt::format("      const uint4 w = *reinterpret_cast<const uint4*>(smem_bytes + (w_ring - smem) + slot * {}u + "
-                     "(j * {} + tid) * 16u);\n",
-                     w_slot_, threads_);
-    s += fmt::format("      unsigned char* const b_row = b_tile + row * 128 + t * 4;\n");
-    for (int q = 0; q < 4; ++q)
-      for (int c = 0; c < (i4_ ? 4 : 2); ++c) {
-        const int chunk = i4_ ? 4 * q + c : 2 * q + c;
-        s += fmt::format("      *reinterpret_cast<unsigned*>(b_row + {}u + ((({} ^ row) & 7) << 4)) = {};\n",
-                         (chunk >> 3) * c_.bn * 128, chunk & 7, pair_code(fmt::format("w.{}", kWords[q]), c, "j"));
-      }
-    s += "    }\n";
     s += "    asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");  // visible to wgmma's reads\n";
     s += "  };\n";
     return s;
   }
 
   // The dequantised pair i (i4: nibbles (i, i + 4) of `word`; i8: bytes (i, i + 2)) of
-  // piece j with its scale and zero.
-  std::string pair_code(const std::string& word, int i, const std::string& j) const {
-    const std::string sc = fmt::format("scale2[{}]", j);
-    const std::string zr = zero_travels() ? fmt::format("zero2[{}]", j) : offset_literal();
+  // fragment f's row r with this step's scale and zero.
+  std::string pair_code(const std::string& word, int i, const std::string& f, int r) const {
+    const std::string sc = fmt::format("scale2[{}][{}]", f, r);
+    const std::string zr = zero_travels() ? fmt::format("zero2[{}][{}]", f, r) : offset_literal();
     const unsigned magic = bf16_ ? 0x43004300u : 0x64006400u;
     std::string biased;
     if (i4_)
@@ -425,66 +405,69 @@ private:
     return fmt::format("{}(({} - {}) * {}, ({} - {}) * {})", name("pair"), lo, z, s, hi, z, s);
   }
 
+  // The k16 product kk of a step: its A fragments from word q of each weight piece
+  // (i4: q = kk / 2, pairs 2 (kk % 2) and + 1; i8: q = kk, pairs 0 and 1), into register
+  // set kk % 2 (a0 / a1: rows g and g + 8 at the first pair, a2 / a3 at the second).
+  std::string product_code(int kk) const {
+    const int q = i4_ ? kk / 2 : kk, first = i4_ ? 2 * (kk % 2) : 0, set = kk % 4;
+    std::string s = fmt::format("    // Product {} of the step: word {} of each piece, pairs {} and {}.\n", kk, q, first,
+                                first + 1);
+    s += "    kiln_wgmma_wait<3>();  // the product four back, which read this register set, has finished\n";
+    s += fmt::format("#pragma unroll\n    for (int f = 0; f < {}; ++f) {{\n", frags_);
+    for (int reg = 0; reg < 4; ++reg) {
+      const int r = reg & 1, pair = first + (reg >> 1);
+      s += fmt::format("      a[{}][f][{}] = {};\n", set, reg, pair_code(fmt::format("w[f][{}].{}", r, kWords[q]), pair, "f", r));
+    }
+    s += "    }\n    kiln_wgmma_fence();\n";
+    s += fmt::format("#pragma unroll\n    for (int f = 0; f < {}; ++f)\n", frags_);
+    s += fmt::format("      {}(acc[f], a[{}][f], kiln_wgmma_desc(tile + {}u, 16u, 1024u));\n", name("product"), set,
+                     (kk / 4) * c_.bm * 128 + (kk % 4) * 32);
+    return s + "    kiln_wgmma_commit();\n";
+  }
+
   std::string main_loop() const {
     std::string s;
-    s += fmt::format("  // Fill the ring {} steps deep; then step 0's tiles.\n", ahead_);
+    s += fmt::format("  // Fill the ring {} steps deep.\n", ahead_);
     s += fmt::format("#pragma unroll 1\n  for (int i = 0; i < {}; ++i) copy_step(i);\n", ahead_);
     s += fmt::format("  kiln_copy_async_wait_group<{}>();  // step 0 has landed\n", ahead_ - 1);
     s += "  __syncthreads();\n";
-    s += "  tiles_of_step(0);\n";
+    s += "  permute_step(0, b_tiles);\n";
+    s += fmt::format("  unsigned a[4][{}][4];  // four sets of A fragments, taken in turn\n", frags_);
     s += "#pragma unroll 1\n  for (int i = 0; i < steps; ++i) {\n";
     s += fmt::format("    kiln_copy_async_wait_group<{}>();  // this thread's copies of step i + 1 have landed\n",
                      ahead_ - 2);
-    s += "    __syncthreads();  // every thread's, and step i's tiles are written\n";
+    s += "    __syncthreads();  // every thread's: and step i's B tile is written\n";
     s += fmt::format("    copy_step(i + {});  // into the slot that step i - 1 used\n", ahead_);
-    s += fmt::format("    const unsigned a_tile = a_tiles + (unsigned)(i & 1) * {}u, b_tile = b_tiles + (unsigned)(i & 1) * "
-                     "{}u;\n",
-                     a_tile_, w_tile_);
-    s += "    kiln_wgmma_fence();\n";
-    // A count of products known at compile time: a loop whose bounds vary by warpgroup reads
-    // to ptxas as a divergent path, and it serialises the products.
-    s += fmt::format("#pragma unroll\n    for (int h = 0; h < {}; ++h) {{\n", products_ / warpgroups_);
-    s += warpgroups_ > 1 ? fmt::format("      const int kk = h * {} + warpgroup;  // this warpgroup's products\n", warpgroups_)
-                         : "      const int kk = h;\n";
-    s += fmt::format("      {}(acc, kiln_wgmma_desc(a_tile + (kk >> 2) * {}u + (kk & 3) * 32u, 16u, 1024u),\n", name("product"),
-                     64 * 128);
-    s += fmt::format("          kiln_wgmma_desc(b_tile + (kk >> 2) * {}u + (kk & 3) * 32u, 16u, 1024u));\n",
-                     c_.bn * 128);
-    s += "    }\n    kiln_wgmma_commit();\n";
-    s += "    kiln_wgmma_wait<1>();  // step i - 1's products have finished: their tiles take step i + 1\n";
-    s += "    if (i + 1 < steps) tiles_of_step(i + 1);\n";
+    s += fmt::format("    const unsigned tile = b_tiles + (unsigned)(i & 1) * {}u;\n", x_step_);
+    s += fmt::format("    uint4 w[{}][2];  // this step's pieces, from this thread's own slots\n", frags_);
+    s += fmt::format("#pragma unroll\n    for (int f = 0; f < {}; ++f)\n#pragma unroll\n      for (int r = 0; r < 2; ++r)\n",
+                     frags_);
+    s += fmt::format("        w[f][r] = *reinterpret_cast<const uint4*>(smem_bytes + (w_ring - smem) + (i % {}) * {}u + "
+                     "((f * 2 + r) * {} + tid) * 16u);\n",
+                     c_.stages, w_slot_, threads_);
+    s += word_reads();
+    for (int kk = 0; kk < products_; ++kk) s += product_code(kk);
+    s += "    // Every product of step i - 1 has finished (one group runs): its B tile takes step i + 1.\n";
+    s += fmt::format("    if (i + 1 < steps) permute_step(i + 1, b_tiles + (unsigned)((i + 1) & 1) * {}u);\n", x_step_);
     s += "  }\n";
     s += "  kiln_wgmma_wait<0>();\n";
     return s;
   }
 
-  // With two warpgroups, the second adds its sums into the first's through shared memory
-  // (the rings are free now), register by register so that a warp's stores are contiguous.
-  std::string sum_warpgroups() const {
-    if (warpgroups_ == 1) return "";
-    std::string s = "  // The second warpgroup's sums (its k16 products) join the first's.\n";
-    s += "  __syncthreads();\n";
-    s += "  float* const sums = reinterpret_cast<float*>(smem_bytes + (x_ring - smem));\n";
-    s += fmt::format("  if (warpgroup == 1)\n#pragma unroll\n    for (int e = 0; e < {}; ++e) sums[e * 128 + tid - 128] = acc[e];\n",
-                     c_.bn / 2);
-    s += "  __syncthreads();\n";
-    s += fmt::format("  if (warpgroup == 0)\n#pragma unroll\n    for (int e = 0; e < {}; ++e) acc[e] += sums[e * 128 + tid];\n",
-                     c_.bn / 2);
-    return s;
-  }
-
-  // Thread (g, t) of warp w holds output rows (activation rows) 16 w + g (+ 8) and columns
-  // (weight rows) 8 j + 2 t (+ 1): acc[4 j + e], e = 2 * (row + 8) + (column + 1).
+  // Thread (g, t) of warp w holds, in fragment f, weight rows 16 w + g (+ 8) and
+  // activation rows 8 j + 2 t (+ 1): acc[f][4 j + e], e = 2 * (row + 8) + (row + 1).
   std::string element_loop(const std::string& body) const {
-    std::string s = fmt::format("  if (warpgroup == 0)\n#pragma unroll\n    for (int e = 0; e < {}; ++e) {{\n", c_.bn / 2);
-    s += "      const int m = warp * 16 + g + ((e & 2) ? 8 : 0);\n";
-    s += "      const int n = n0 + (e >> 2) * 8 + 2 * t + (e & 1);\n";
+    std::string s = fmt::format("#pragma unroll\n  for (int f = 0; f < {}; ++f)\n#pragma unroll\n    for (int e = 0; e < {}; ++e) {{\n",
+                                frags_, c_.bm / 2);
+    s += fmt::format("      const int n = n0 + warpgroup * {} + f * 64 + warp * 16 + g + ((e & 2) ? 8 : 0);\n",
+                     64 * frags_);
+    s += "      const int m = (e >> 2) * 8 + 2 * t + (e & 1);\n";
     return s + body + "    }\n";
   }
 
   std::string epilogue() const {
-    std::string s = "  // The epilogue on each accumulator of the first warpgroup.\n";
-    s += element_loop("      const float values[1] = {acc[e]};\n      " + epilogue_.call("m", "n", "values"));
+    std::string s = "  // The epilogue on each accumulator: output row m (an activation row), column n (a weight row).\n";
+    s += element_loop("      const float values[1] = {acc[f][e]};\n      " + epilogue_.call("m", "n", "values"));
     return s;
   }
 
@@ -492,7 +475,7 @@ private:
     const int64_t matrix = g_.m * g_.n;
     std::string s = "  // This slice's partial sums, then the column tile's ticket.\n";
     s += fmt::format("  float* const partials = {} + (long long)blockIdx.y * {}ll;\n", name("partials"), matrix);
-    s += element_loop(fmt::format("      if (m < {} && n < {}) partials[(long long)m * {} + n] = acc[e];\n", g_.m, g_.n,
+    s += element_loop(fmt::format("      if (m < {} && n < {}) partials[(long long)m * {} + n] = acc[f][e];\n", g_.m, g_.n,
                                   g_.n));
     s += "  __threadfence();  // the partials are visible before the ticket is taken\n";
     s += "  __shared__ int last_slice;\n  __syncthreads();\n";
@@ -500,8 +483,8 @@ private:
     s += fmt::format("    last_slice = atomicAdd(&{}[blockIdx.x], 1) == {};\n", name("tickets"), c_.split_k - 1);
     s += fmt::format("    if (last_slice) {}[blockIdx.x] = 0;  // the next launch starts from zero\n", name("tickets"));
     s += "  }\n  __syncthreads();\n  if (!last_slice) return;\n  __threadfence();\n";
-    s += "  // The last slice: every slice's partials in slice order (the same bits every run); the\n";
-    s += "  // slices' loads of an element issue together.\n";
+    s += "  // The last slice: every slice's partials in slice order (the same bits every run).\n";
+    // The slices' loads of an element issue together (a loop kept rolled waited on each).
     s += element_loop(fmt::format("      float sum = 0.0f;\n      if (m < {} && n < {})\n#pragma unroll\n"
                                   "        for (int z = 0; z < {}; ++z) sum += __ldcg({} + (long long)z * {}ll + "
                                   "(long long)m * {} + n);\n"
@@ -517,8 +500,8 @@ private:
   std::vector<std::string> params_;
   GemmEpilogue epilogue_;
   bool i4_ = true, bf16_ = false, split_ = false, zero_ = false, integer_zero_ = true, packed_ = true;
-  int warpgroups_ = 1, threads_ = 128, pieces_per_thread_ = 1, products_ = 8, pieces_ = 16, ahead_ = 2;
-  int64_t x_step_ = 0, a_tile_ = 0, w_tile_ = 0, w_slot_ = 0, slice_ = 0, col_tiles_ = 0;
+  int warpgroups_ = 1, threads_ = 128, frags_ = 1, products_ = 8, pieces_ = 16, ahead_ = 2, words_ = 1;
+  int64_t x_step_ = 0, w_slot_ = 0, slice_ = 0, col_tiles_ = 0;
   DType scale_dtype_ = DType::f16;
 };
 

@@ -94,8 +94,8 @@ struct TileConfig {
 // as TF32), fp32 FFMA on CUDA cores (exact f32), or Hopper's warpgroup products
 // (wgmma, sm_90a) on tiles that the copy engine (TMA) loads, or, for products of a few
 // rows against a weight (decoding), mma.sync fed straight from registers (gemv), or, for
-// up to 64 rows against a dequantised weight, wgmma with the weight dequantised into
-// shared memory (dequant_wgmma, sm_90a). Printed by name.
+// up to 128 rows against a dequantised weight, wgmma with the weight dequantised in
+// registers as its A operand (dequant_wgmma, sm_90a). Printed by name.
 enum GemmSchedule : int { kNoSchedule = 0, kMmaSync = 1, kSimt = 2, kWgmma = 3, kGemv = 4, kDequantWgmma = 5 };
 std::string_view gemm_schedule_name(int schedule);  // "mma_sync", "simt", "wgmma", "gemv", "dequant_wgmma"
 
@@ -250,10 +250,10 @@ int64_t gemv_sums_bytes(const TileConfig& config);
 bool gemv_weights_as_a(const Kernel& k, const TileConfig& config);
 
 // The dequant_wgmma schedule's rules (ir/tile_config_gemm_dequant_wgmma.cpp), which the
-// gemm rules call: M <= 64 activation rows (bm: M rounded up to 8) as wgmma's A against bn
-// weight rows dequantised into shared memory as its B; warps_n warps (one or two
-// warpgroups, alternate k16 products); K in steps of bk (64 bytes of a weight row)
-// through a ring of `stages`.
+// gemm rules call: y^T = dequant(w) x^T with the weight's rows as wgmma's M (register A
+// fragments, dequantised there) and M <= 128 activation rows as its N (bm: M rounded up
+// to 8); warps_n warps (whole warpgroups) own bn weight rows, one or two m64 fragments
+// a warpgroup; K in steps of bk (64 bytes of a weight row) through a ring of `stages`.
 bool gemm_dequant_wgmma_applies(const Kernel& k);
 void validate_gemm_dequant_wgmma(const Kernel& k, const TileConfig& config);
 std::vector<TileConfig> gemm_dequant_wgmma_sweep(const Kernel& k);

@@ -81,19 +81,19 @@ TEST(QuantGpu, LargerBatchesOnMmaSync) {
     }
 }
 
-// The weight dequantised into wgmma's B tile: every candidate (64 to 256 weight rows a
-// block, one or two warpgroups, rings of 3 to 8 steps, split K) of odd shapes: M not a
-// multiple of 8 (the padded activation rows are zeros), N not a multiple of the block's
-// rows (rows past N clamped and dropped), K of 9 steps (split slices of unequal length),
-// groups of 32 (four a step: each thread's piece its own group) to one a row, and every
-// zero point kind on the packed-pair and fp32 paths.
+// The weight dequantised in registers as wgmma's A operand: every candidate (one or
+// two fragments a warpgroup, one to four warpgroups, rings of 4 to 8 steps, split K) of
+// odd shapes: M not a multiple of 8 (the padded activation rows are zeros), N not a
+// multiple of the block's rows (rows past N clamped and dropped), K of 9 steps (split
+// slices of unequal length), groups of 32 (four a step: each thread's piece its own
+// group) to one a row, and every zero point kind on the packed-pair and fp32 paths.
 TEST(QuantGpu, EveryDequantWgmmaCandidatePassesItsCheck) {
   KILN_REQUIRE_GPU();
   if (runtime::default_arch() != "sm_90a") GTEST_SKIP() << "dequant_wgmma needs sm_90a, not " << runtime::default_arch();
   const Quant formats[] = {{DType::i4, DType::bf16, 37, 200, 1152, 32, 2},
                            {DType::i4, DType::f16, 64, 136, 1152, 128, 1},
-                           {DType::i8, DType::f16, 61, 200, 576, 64, 0},
-                           {DType::i8, DType::bf16, 16, 72, 512, 512, 2},
+                           {DType::i8, DType::f16, 100, 200, 576, 64, 0},
+                           {DType::i8, DType::bf16, 128, 72, 512, 512, 2},
                            {DType::i4, DType::f16, 5, 330, 1024, 1024, 0}};
   for (const Quant& q : formats) {
     SCOPED_TRACE(fmt::format("{} x {} m {} group {} zeros {}", dtype_name(q.act), dtype_name(q.weights), q.m, q.group,
