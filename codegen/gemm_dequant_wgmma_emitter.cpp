@@ -447,7 +447,11 @@ private:
                      c_.stages, w_slot_, threads_);
     s += word_reads();
     for (int kk = 0; kk < products_; ++kk) s += product_code(kk);
-    s += "    // Every product of step i - 1 has finished (one group runs): its B tile takes step i + 1.\n";
+    s += "    // This warpgroup's products of step i - 1 have finished (the waits above leave step i's\n";
+    s += "    // in flight): their B tile takes step i + 1.\n";
+    // A warpgroup's waits cover its own products only: another's of step i - 1 may still
+    // read that tile until they meet.
+    if (warpgroups_ > 1) s += "    __syncthreads();  // every warpgroup's products of step i - 1 have finished\n";
     s += fmt::format("    if (i + 1 < steps) permute_step(i + 1, b_tiles + (unsigned)((i + 1) & 1) * {}u);\n", x_step_);
     s += "  }\n";
     s += "  kiln_wgmma_wait<0>();\n";

@@ -70,7 +70,9 @@ TEST(QuantWgmmaCodegen, TheScheduleComputesTheTransposedProductWithTheWeightInRe
         "fence.proxy.async.shared::cta", "__byte_perm(lo, hi, (c & 1) ? 0x7632 : 0x5410)",
         // The i4 bit trick into the fragments, four register sets in turn.
         "a[3][f][3] = kiln_mul2_bf16(kiln_sub2_bf16(kiln_and_xor(w[f][1].y >> 12, 0x000f000fu, 0x43084308u)",
-        "kiln_wgmma_wait<3>();  // the product four back"})
+        "kiln_wgmma_wait<3>();  // the product four back",
+        // Two warpgroups meet before either rewrites the B tile the other's products read.
+        "__syncthreads();  // every warpgroup's products of step i - 1 have finished"})
     EXPECT_TRUE(contains(cuda, part)) << part << "\n" << cuda;
   EXPECT_FALSE(contains(cuda, "ldmatrix")) << cuda;
   // Not on plain sm_90 (no wgmma).
