@@ -58,6 +58,13 @@ void verify_dequant(const Kernel& k, bool operand_a, const Fail& fail) {
 
 }  // namespace
 
+bool gemm_rows_of_k(const Kernel& k, bool operand_a) {
+  const GemmLayout l = gemm_layout(k, operand_a);
+  for (int64_t s : l.batch_strides)
+    if (s != 0) return false;
+  return l.k_contiguous && l.ld == k.gemm.k;
+}
+
 GemmLayout gemm_layout(const Kernel& k, bool operand_a) {
   const GemmOperand& op = operand_a ? k.gemm.a : k.gemm.b;
   const std::vector<int64_t>& st = k.args.at(static_cast<size_t>(op.arg)).strides;

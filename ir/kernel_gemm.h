@@ -77,6 +77,9 @@ struct GemmLayout {
   int64_t outer = 0;                  // M (A) or N (B): the extent of the non-K dim
 };
 GemmLayout gemm_layout(const Kernel& k, bool operand_a);
+// Whether an operand is one matrix stored as whole rows of K (K contiguous, rows K apart,
+// no batch dim it moves with): what the decoding schedules (gemv, dequant_wgmma) stream.
+bool gemm_rows_of_k(const Kernel& k, bool operand_a);
 // Whether an operand can move from memory to shared memory as 16-byte copies that
 // bypass registers (cp.async): it has no prologue, and every 16-byte chunk along its
 // contiguous dim starts aligned and lies wholly inside the matrix (the contiguous

@@ -32,13 +32,6 @@ constexpr int64_t kMaxHeldRegisters = 168;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-bool rows_of_k(const Kernel& k, bool operand_a) {
-  const GemmLayout l = gemm_layout(k, operand_a);
-  for (int64_t s : l.batch_strides)
-    if (s != 0) return false;
-  return l.k_contiguous && l.ld == k.gemm.k;
-}
-
 DType weight_dtype(const Kernel& k) { return k.args.at(static_cast<size_t>(k.gemm.b.arg)).type.dtype; }
 
 int frags_of(const TileConfig& c) { return c.warps_n > 0 ? c.bn / (16 * c.warps_n) : 0; }
@@ -57,8 +50,8 @@ bool gemm_dequant_wgmma_applies(const Kernel& k) {
   if (!g.b.dequant.active() || g.m > 128 || gemm_batch_count(g) != 1) return false;
   if (g.operand_dtype != DType::f16 && g.operand_dtype != DType::bf16) return false;
   const KernelArg& a = k.args.at(static_cast<size_t>(g.a.arg));
-  if (!g.a.prologue.empty() || a.type.dtype != g.operand_dtype || !rows_of_k(k, true)) return false;
-  if (!g.b.prologue.empty() || !rows_of_k(k, false)) return false;
+  if (!g.a.prologue.empty() || a.type.dtype != g.operand_dtype || !gemm_rows_of_k(k, true)) return false;
+  if (!g.b.prologue.empty() || !gemm_rows_of_k(k, false)) return false;
   // Whole steps (so that every 16-byte piece is inside its row), and groups that hold
   // a thread's piece of a step whole: one scale a piece.
   if (g.k % dequant_wgmma_step(k) != 0) return false;

@@ -32,13 +32,6 @@ constexpr int64_t kMaxGemvSharedBytes = 163 * 1024;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-bool row_major_rows_of_k(const Kernel& k, bool operand_a) {
-  const GemmLayout l = gemm_layout(k, operand_a);
-  for (int64_t s : l.batch_strides)
-    if (s != 0) return false;
-  return l.k_contiguous && l.ld == k.gemm.k;
-}
-
 // Unroll: the 16-byte pieces of each weight row a lane loads per step.
 int unroll_of(const Kernel& k, const TileConfig& c) { return c.bk / (4 * gemv_lane_elems(k)); }
 
@@ -64,8 +57,8 @@ bool gemm_gemv_applies(const Kernel& k) {
   if (g.operand_dtype != DType::f16 && g.operand_dtype != DType::bf16) return false;
   const KernelArg& a = k.args.at(static_cast<size_t>(g.a.arg));
   const KernelArg& b = k.args.at(static_cast<size_t>(g.b.arg));
-  if (!g.a.prologue.empty() || a.type.dtype != g.operand_dtype || !row_major_rows_of_k(k, true)) return false;
-  if (!g.b.prologue.empty() || !row_major_rows_of_k(k, false)) return false;
+  if (!g.a.prologue.empty() || a.type.dtype != g.operand_dtype || !gemm_rows_of_k(k, true)) return false;
+  if (!g.b.prologue.empty() || !gemm_rows_of_k(k, false)) return false;
   if (!g.b.dequant.active() && b.type.dtype != g.operand_dtype) return false;
   const int lane = gemv_lane_elems(k);
   if (g.k % lane != 0) return false;  // a lane's 16 bytes lie wholly inside a row
