@@ -240,17 +240,17 @@ private:
     if (split_columns_) {
       s += "  // B's column g is activation row g % 2 at lane column g / 2's K positions: this lane's own\n";
       s += "  // positions when g / 2 == t, zeros elsewhere and for rows past M.\n";
-      s += fmt::format("  const bool x_in0 = (g >> 1) == t && (g & 1) < {};\n", g_.m);
+      s += fmt::format("  [[maybe_unused]] const bool x_in0 = (g >> 1) == t && (g & 1) < {};\n", g_.m);
       s += fmt::format("  const {}* x_row0 = {} + (long long)min(g & 1, {}) * {}ll;\n", storage_type(g_.operand_dtype),
                        param(g_.a.arg), g_.m - 1, g_.k);
     } else {
       s += "  // The lane's activation rows g and g + 8; rows past M read as zeros.\n";
-      s += fmt::format("  const bool x_in0 = g < {};\n", g_.m);
+      s += fmt::format("  [[maybe_unused]] const bool x_in0 = g < {};\n", g_.m);
       s += fmt::format("  const {}* x_row0 = {} + (long long)min(g, {}) * {}ll;\n", storage_type(g_.operand_dtype),
                        param(g_.a.arg), g_.m - 1, g_.k);
     }
     if (two_rows_) {
-      s += fmt::format("  const bool x_in1 = g + 8 < {};\n", g_.m);
+      s += fmt::format("  [[maybe_unused]] const bool x_in1 = g + 8 < {};\n", g_.m);
       s += fmt::format("  const {}* x_row1 = {} + (long long)min(g + 8, {}) * {}ll;\n", storage_type(g_.operand_dtype),
                        param(g_.a.arg), g_.m - 1, g_.k);
     }
@@ -262,6 +262,9 @@ private:
   std::string k_type() const {
     return g_.k + int64_t{c_.bk} * c_.warps_n * (c_.stages + 1) < (int64_t{1} << 31) ? "int" : "long long";
   }
+
+  // Every K slice a whole number of steps: no step of the loop crosses the end of K.
+  bool whole_steps() const { return slice_ % c_.bk == 0 && g_.k % c_.bk == 0; }
 
   // The bytes of one weight row.
   int64_t row_bytes() const { return w_ == DType::i4 ? g_.k / 2 : w_ == DType::i8 ? g_.k : 2 * g_.k; }
@@ -313,9 +316,15 @@ private:
     std::string s = fmt::format("{}#pragma unroll\n{}for (int u = 0; u < {}; ++u) {{\n", in, in, unroll_);
     const std::string b = in + "  ";
     s += piece_position(b, kc);
+    // Packed weights past K load a piece inside it instead of zeros (no registers to clear):
+    // their activations are zeros, and a dequantised piece is finite, so the products are
+    // zeros. Floating-point weights keep the zeros (a piece elsewhere in K may hold an inf).
+    if (weights && dequant())
+      s += fmt::format("{}const {} k_in = min(k, k_end - {});  // a piece inside K\n", b, k_type(), lane_elems_);
     for (int j = 0; weights && j < tiles_; ++j)
-      s += fmt::format("{}w_piece{}[u][{}] = in ? kiln_load_stream16({}) : make_uint4(0u, 0u, 0u, 0u);\n", b, sfx, j,
-                       weight_at(j, "k"));
+      s += dequant() ? fmt::format("{}w_piece{}[u][{}] = kiln_load_stream16({});\n", b, sfx, j, weight_at(j, "k_in"))
+                     : fmt::format("{}w_piece{}[u][{}] = in ? kiln_load_stream16({}) : make_uint4(0u, 0u, 0u, 0u);\n", b,
+                                   sfx, j, weight_at(j, "k"));
     if (dequant()) s += scale_loads(b, sfx);
     return s + in + "}\n";
   }
@@ -358,13 +367,16 @@ private:
     const std::string b = in + "  ";
     s += piece_position(b, "kc");
     s += fmt::format("{}#pragma unroll\n{}for (int p = 0; p < {}; ++p) {{\n", b, b, pieces_);
-    s += fmt::format("{}  x_piece0[u][p] = in && x_in0 ? __ldg(reinterpret_cast<const uint4*>(x_row0 + k + 8 * p)) : "
-                     "make_uint4(0u, 0u, 0u, 0u);\n",
-                     b);
-    if (two_rows_)
-      s += fmt::format("{}  x_piece1[u][p] = in && x_in1 ? __ldg(reinterpret_cast<const uint4*>(x_row1 + k + 8 * p)) : "
-                       "make_uint4(0u, 0u, 0u, 0u);\n",
-                       b);
+    // Rows past M may hold any finite values: their columns of the result are dropped. So
+    // where no step crosses the end of K, the activations load unconditionally.
+    const bool guarded = split_columns_ || !whole_steps();
+    auto load = [&](int row) {
+      const std::string x = fmt::format("__ldg(reinterpret_cast<const uint4*>(x_row{} + k + 8 * p))", row);
+      if (!guarded) return x;
+      return fmt::format("in && x_in{} ? {} : make_uint4(0u, 0u, 0u, 0u)", row, x);
+    };
+    s += fmt::format("{}  x_piece0[u][p] = {};\n", b, load(0));
+    if (two_rows_) s += fmt::format("{}  x_piece1[u][p] = {};\n", b, load(1));
     s += b + "}\n";
     return s + in + "}\n";
   }
