@@ -15,3 +15,6 @@ for f in w4 w4g32 w4g64 w4row w4z w4zi w4m2 w8; do
   echo "== $f" >> $R/groups.txt; timeout 15 .devscripts/kiln-new run --bench .devscripts/$f.kiln >> $R/groups.txt 2>&1
 done
 grep -E "^==|CUDA graph|rel_l2" $R/groups.txt | cut -c1-90
+# The probe of bench/results/2026-12-07-gemv-h100/probe, built where it was last run, with a
+# loads_linear variant (the weight's bytes read in the order of an interleaved layout).
+if [ -x .devscripts/gh/harness ]; then (cd .devscripts/gh && timeout 60 ./harness > $R/harness.txt 2>&1); grep -E "read|base|loads|emitted" $R/harness.txt; fi
