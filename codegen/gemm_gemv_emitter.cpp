@@ -629,16 +629,8 @@ private:
     } else if (scales_after_) {  // C's columns 2 t, 2 t + 1 are the weight rows of lanes 8 t and 8 t + 4
       s += b + "const float s0 = __uint_as_float(__shfl_sync(0xffffffffu, scale2[u][f], 8 * t));\n";
       s += b + "const float s1 = __uint_as_float(__shfl_sync(0xffffffffu, scale2[u][f], 8 * t + 4));\n";
-      if (fold_offset_ && g_.b.dequant.zero >= 0) {
-        s += b + "const float c0 = __uint_as_float(__shfl_sync(0xffffffffu, zero2[u][f], 8 * t));\n";
-        s += b + "const float c1 = __uint_as_float(__shfl_sync(0xffffffffu, zero2[u][f], 8 * t + 4));\n";
-      } else if (fold_offset_) {  // the offset alone, the same for every row
-        s += b + "const float c0 = __uint_as_float(zero2[u][f]), c1 = c0;\n";
-      }
-      s += b + fmt::format("acc[f][0] = fmaf({}, s0, acc[f][0]); acc[f][1] = fmaf({}, s1, acc[f][1]);\n", term(0, "c0"),
-                           term(1, "c1"));
-      s += b + fmt::format("acc[f][2] = fmaf({}, s0, acc[f][2]); acc[f][3] = fmaf({}, s1, acc[f][3]);\n", term(2, "c0"),
-                           term(3, "c1"));
+      s += b + "acc[f][0] = fmaf(part[0], s0, acc[f][0]); acc[f][1] = fmaf(part[1], s1, acc[f][1]);\n";
+      s += b + "acc[f][2] = fmaf(part[2], s0, acc[f][2]); acc[f][3] = fmaf(part[3], s1, acc[f][3]);\n";
     }
     return s + in + "}\n";
   }
@@ -648,8 +640,8 @@ private:
   std::string product(const std::string& in, const std::string& mma, int q, int first, const std::string& lo0,
                       const std::string& hi0, const std::string& lo1, const std::string& hi1,
                       bool activation_sums = true) const {
-    const bool sums = fold_offset_ && activation_sums;
     if (weights_a_) {
+      const bool sums = fold_offset_ && activation_sums;
       // A: rows g (slot 2 f) and g + 8 (slot 2 f + 1) at K positions lo, then hi; B: the
       // activations of row g at the same positions.
       const std::string b0 = activation_pair(0, q, first, false), b1 = activation_pair(0, q, first + 1, true);
@@ -661,11 +653,10 @@ private:
                                       : "");
     }
     // A: activation rows g and g + 8 at K positions lo, then hi; B: the weight pairs.
-    return fmt::format("{}{{ const unsigned a[4] = {{{}, {}, {}, {}}}; {}({}, a, {}, {});{} }}\n", in,
+    return fmt::format("{}{{ const unsigned a[4] = {{{}, {}, {}, {}}}; {}({}, a, {}, {}); }}\n", in,
                        activation_pair(0, q, first, false), activation_pair(1, q, first, false),
                        activation_pair(0, q, first + 1, true), activation_pair(1, q, first + 1, true), mma,
-                       scales_after_ ? "part" : "acc[f]", lo0, hi0,
-                       sums ? fmt::format(" if (f == 0) {}(xs, a, {}, {});", mma, ones(), ones()) : "");
+                       scales_after_ ? "part" : "acc[f]", lo0, hi0);
   }
 
   // Software-pipelined by one step: the first step's weight pieces and scales are loaded
