@@ -52,11 +52,17 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Packed-pair arithmetic on 32-bit words holding two f16 or two bf16 values.
 constexpr DeviceHelper kGemvHelpers[] = {
-    // A 16-byte load that is read once: it skips L1 so that the activations stay there, and
-    // asks L2 for the 256 bytes around it, the next pieces of the row (2.5% faster at 8192 x
-    // 8192 on an H100, bench/NOTES.md).
+    // A 16-byte load that is read once: it skips L1 so that the activations stay there.
     {"kiln_load_stream16",
      "static __device__ __forceinline__ uint4 kiln_load_stream16(const void* p) {\n"
+     "  uint4 r;\n"
+     "  asm volatile(\"ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\"\n"
+     "               : \"=r\"(r.x), \"=r\"(r.y), \"=r\"(r.z), \"=r\"(r.w) : \"l\"(p));\n"
+     "  return r;\n}\n"},
+    // The same, asking L2 for the 256 bytes around it, the next pieces of the row (2.5%
+    // faster for packed weights as A at 8192 x 8192 on an H100, bench/NOTES.md).
+    {"kiln_load_stream16_l2",
+     "static __device__ __forceinline__ uint4 kiln_load_stream16_l2(const void* p) {\n"
      "  uint4 r;\n"
      "  asm volatile(\"ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];\"\n"
      "               : \"=r\"(r.x), \"=r\"(r.y), \"=r\"(r.z), \"=r\"(r.w) : \"l\"(p));\n"
@@ -268,6 +274,10 @@ private:
     return g_.k + int64_t{c_.bk} * c_.warps_n * (c_.stages + 1) < (int64_t{1} << 31) ? "int" : "long long";
   }
 
+  // Packed (dequantised) weights as mma's A operand (M <= 8): the path whose loads clear
+  // no registers and ask L2 for the row's next pieces.
+  bool packed_as_a() const { return dequant() && weights_a_; }
+
   // Every K slice a whole number of steps: no step of the loop crosses the end of K.
   bool whole_steps() const { return slice_ % c_.bk == 0 && g_.k % c_.bk == 0; }
 
@@ -321,15 +331,18 @@ private:
     std::string s = fmt::format("{}#pragma unroll\n{}for (int u = 0; u < {}; ++u) {{\n", in, in, unroll_);
     const std::string b = in + "  ";
     s += piece_position(b, kc);
-    // Packed weights past K load a piece inside it instead of zeros (no registers to clear):
-    // their activations are zeros, and a dequantised piece is finite, so the products are
-    // zeros. Floating-point weights keep the zeros (a piece elsewhere in K may hold an inf).
-    if (weights && dequant())
+    // Packed weights as A past K load a piece inside it instead of zeros (no registers to
+    // clear): their activations are zeros, and a dequantised piece is finite, so the
+    // products are zeros. Floating-point weights keep the zeros (a piece elsewhere in K may
+    // hold an inf), and so do the weights as B, where neither gained (M = 16 ran 2% slower
+    // with both on an H100, bench/NOTES.md).
+    const bool clamped = weights && packed_as_a();
+    if (clamped)
       s += fmt::format("{}const {} k_in = min(k, k_end - {});  // a piece inside K\n", b, k_type(), lane_elems_);
     for (int j = 0; weights && j < tiles_; ++j)
-      s += dequant() ? fmt::format("{}w_piece{}[u][{}] = kiln_load_stream16({});\n", b, sfx, j, weight_at(j, "k_in"))
-                     : fmt::format("{}w_piece{}[u][{}] = in ? kiln_load_stream16({}) : make_uint4(0u, 0u, 0u, 0u);\n", b,
-                                   sfx, j, weight_at(j, "k"));
+      s += clamped ? fmt::format("{}w_piece{}[u][{}] = kiln_load_stream16_l2({});\n", b, sfx, j, weight_at(j, "k_in"))
+                   : fmt::format("{}w_piece{}[u][{}] = in ? kiln_load_stream16({}) : make_uint4(0u, 0u, 0u, 0u);\n", b,
+                                 sfx, j, weight_at(j, "k"));
     if (dequant()) s += scale_loads(b, sfx);
     return s + in + "}\n";
   }
@@ -373,8 +386,8 @@ private:
     s += piece_position(b, "kc");
     s += fmt::format("{}#pragma unroll\n{}for (int p = 0; p < {}; ++p) {{\n", b, b, pieces_);
     // Rows past M may hold any finite values: their columns of the result are dropped. So
-    // where no step crosses the end of K, the activations load unconditionally.
-    const bool guarded = split_columns_ || !whole_steps();
+    // with packed weights as A, where no step crosses the end of K, they load unconditionally.
+    const bool guarded = !packed_as_a() || split_columns_ || !whole_steps();
     auto load = [&](int row) {
       const std::string x = fmt::format("__ldg(reinterpret_cast<const uint4*>(x_row{} + k + 8 * p))", row);
       if (!guarded) return x;
