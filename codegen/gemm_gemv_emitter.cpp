@@ -59,6 +59,14 @@ constexpr DeviceHelper kGemvHelpers[] = {
      "  asm volatile(\"ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\"\n"
      "               : \"=r\"(r.x), \"=r\"(r.y), \"=r\"(r.z), \"=r\"(r.w) : \"l\"(p));\n"
      "  return r;\n}\n"},
+    // The same, asking L2 for the 256 bytes around it, the next pieces of the row (2.5%
+    // faster for packed weights as A at 8192 x 8192 on an H100, bench/NOTES.md).
+    {"kiln_load_stream16_l2",
+     "static __device__ __forceinline__ uint4 kiln_load_stream16_l2(const void* p) {\n"
+     "  uint4 r;\n"
+     "  asm volatile(\"ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];\"\n"
+     "               : \"=r\"(r.x), \"=r\"(r.y), \"=r\"(r.z), \"=r\"(r.w) : \"l\"(p));\n"
+     "  return r;\n}\n"},
     {"kiln_sub2_f16",
      "static __device__ __forceinline__ unsigned kiln_sub2_f16(unsigned a, unsigned b) {\n"
      "  const __half2 r = __hsub2(*reinterpret_cast<const __half2*>(&a), *reinterpret_cast<const __half2*>(&b));\n"
@@ -121,6 +129,13 @@ public:
       const bool one_group_a_step = group % (4 * lane_elems_) == 0 || group == g_.k;
       split_columns_ = !one_group_a_step && weights_a_ && g_.m <= 2;
       scales_after_ = one_group_a_step || split_columns_;
+      // The offset (and zero point) of the i4 bit trick leaves the pairs and joins the
+      // products' sums, where the f16 pairs of one activation row have their own fma.
+      // Both only with the weights as A (M <= 8): with two activation rows the products
+      // bound the loop, and the activations' sums (or a second plane) add to them (20.6
+      // against 19.8 us at M = 16 on an H100, bench/NOTES.md).
+      nibble_planes_ = scales_after_ && weights_a_ && bf16_ && w_ == DType::i8;
+      fold_offset_ = scales_after_ && weights_a_ && ((w_ == DType::i4 && bf16_) || nibble_planes_);
     }
     split_ = c_.split_k > 1;
     slice_ = ir::gemm_k_slice(k, c_);
@@ -144,8 +159,10 @@ private:
   std::string scratch_name(const char* what) const { return fmt::format("kiln_{}_{}", k_.name, what); }
   bool dequant() const { return g_.b.dequant.active(); }
   // The fp32 path of bf16 products from i8 weights (their bytes do not fit the bf16 trick).
-  bool float_path() const { return bf16_ && w_ == DType::i8; }
+  bool float_path() const { return bf16_ && w_ == DType::i8 && !nibble_planes_; }
   const char* pair() const { return bf16_ ? "bf16" : "f16"; }
+  // A packed pair of ones in the products' type.
+  const char* ones() const { return bf16_ ? "0x3f803f80u" : "0x3c003c00u"; }
 
   std::string header() const {
     const LaunchDims d = gemm_launch_dims(k_);
@@ -169,6 +186,9 @@ private:
              "product is one group of one weight row, scaled once a piece\n";
       else if (scales_after_)
         s += "//   a step's K lies in one group: each fp32 sum of a product is scaled once a piece\n";
+      if (fold_offset_)
+        s += "//   the pairs keep the bit trick's offset (w - z + offset, exact): each sum takes (offset + z) times its "
+             "activations' sum, which products against ones give\n";
     }
     if (c_.stages > 0)
       s += fmt::format("//   the weight pieces stream through a ring of {} steps in shared memory (cp.async), {} steps "
@@ -231,17 +251,17 @@ private:
     if (split_columns_) {
       s += "  // B's column g is activation row g % 2 at lane column g / 2's K positions: this lane's own\n";
       s += "  // positions when g / 2 == t, zeros elsewhere and for rows past M.\n";
-      s += fmt::format("  const bool x_in0 = (g >> 1) == t && (g & 1) < {};\n", g_.m);
+      s += fmt::format("  [[maybe_unused]] const bool x_in0 = (g >> 1) == t && (g & 1) < {};\n", g_.m);
       s += fmt::format("  const {}* x_row0 = {} + (long long)min(g & 1, {}) * {}ll;\n", storage_type(g_.operand_dtype),
                        param(g_.a.arg), g_.m - 1, g_.k);
     } else {
       s += "  // The lane's activation rows g and g + 8; rows past M read as zeros.\n";
-      s += fmt::format("  const bool x_in0 = g < {};\n", g_.m);
+      s += fmt::format("  [[maybe_unused]] const bool x_in0 = g < {};\n", g_.m);
       s += fmt::format("  const {}* x_row0 = {} + (long long)min(g, {}) * {}ll;\n", storage_type(g_.operand_dtype),
                        param(g_.a.arg), g_.m - 1, g_.k);
     }
     if (two_rows_) {
-      s += fmt::format("  const bool x_in1 = g + 8 < {};\n", g_.m);
+      s += fmt::format("  [[maybe_unused]] const bool x_in1 = g + 8 < {};\n", g_.m);
       s += fmt::format("  const {}* x_row1 = {} + (long long)min(g + 8, {}) * {}ll;\n", storage_type(g_.operand_dtype),
                        param(g_.a.arg), g_.m - 1, g_.k);
     }
@@ -253,6 +273,13 @@ private:
   std::string k_type() const {
     return g_.k + int64_t{c_.bk} * c_.warps_n * (c_.stages + 1) < (int64_t{1} << 31) ? "int" : "long long";
   }
+
+  // Packed (dequantised) weights as mma's A operand (M <= 8): the path whose loads clear
+  // no registers and ask L2 for the row's next pieces.
+  bool packed_as_a() const { return dequant() && weights_a_; }
+
+  // Every K slice a whole number of steps: no step of the loop crosses the end of K.
+  bool whole_steps() const { return slice_ % c_.bk == 0 && g_.k % c_.bk == 0; }
 
   // The bytes of one weight row.
   int64_t row_bytes() const { return w_ == DType::i4 ? g_.k / 2 : w_ == DType::i8 ? g_.k : 2 * g_.k; }
@@ -304,9 +331,18 @@ private:
     std::string s = fmt::format("{}#pragma unroll\n{}for (int u = 0; u < {}; ++u) {{\n", in, in, unroll_);
     const std::string b = in + "  ";
     s += piece_position(b, kc);
+    // Packed weights as A past K load a piece inside it instead of zeros (no registers to
+    // clear): their activations are zeros, and a dequantised piece is finite, so the
+    // products are zeros. Floating-point weights keep the zeros (a piece elsewhere in K may
+    // hold an inf), and so do the weights as B, where neither gained (M = 16 ran 2% slower
+    // with both on an H100, bench/NOTES.md).
+    const bool clamped = weights && packed_as_a();
+    if (clamped)
+      s += fmt::format("{}const {} k_in = min(k, k_end - {});  // a piece inside K\n", b, k_type(), lane_elems_);
     for (int j = 0; weights && j < tiles_; ++j)
-      s += fmt::format("{}w_piece{}[u][{}] = in ? kiln_load_stream16({}) : make_uint4(0u, 0u, 0u, 0u);\n", b, sfx, j,
-                       weight_at(j, "k"));
+      s += clamped ? fmt::format("{}w_piece{}[u][{}] = kiln_load_stream16_l2({});\n", b, sfx, j, weight_at(j, "k_in"))
+                   : fmt::format("{}w_piece{}[u][{}] = in ? kiln_load_stream16({}) : make_uint4(0u, 0u, 0u, 0u);\n", b,
+                                 sfx, j, weight_at(j, "k"));
     if (dequant()) s += scale_loads(b, sfx);
     return s + in + "}\n";
   }
@@ -349,13 +385,16 @@ private:
     const std::string b = in + "  ";
     s += piece_position(b, "kc");
     s += fmt::format("{}#pragma unroll\n{}for (int p = 0; p < {}; ++p) {{\n", b, b, pieces_);
-    s += fmt::format("{}  x_piece0[u][p] = in && x_in0 ? __ldg(reinterpret_cast<const uint4*>(x_row0 + k + 8 * p)) : "
-                     "make_uint4(0u, 0u, 0u, 0u);\n",
-                     b);
-    if (two_rows_)
-      s += fmt::format("{}  x_piece1[u][p] = in && x_in1 ? __ldg(reinterpret_cast<const uint4*>(x_row1 + k + 8 * p)) : "
-                       "make_uint4(0u, 0u, 0u, 0u);\n",
-                       b);
+    // Rows past M may hold any finite values: their columns of the result are dropped. So
+    // with packed weights as A, where no step crosses the end of K, they load unconditionally.
+    const bool guarded = !packed_as_a() || split_columns_ || !whole_steps();
+    auto load = [&](int row) {
+      const std::string x = fmt::format("__ldg(reinterpret_cast<const uint4*>(x_row{} + k + 8 * p))", row);
+      if (!guarded) return x;
+      return fmt::format("in && x_in{} ? {} : make_uint4(0u, 0u, 0u, 0u)", row, x);
+    };
+    s += fmt::format("{}  x_piece0[u][p] = {};\n", b, load(0));
+    if (two_rows_) s += fmt::format("{}  x_piece1[u][p] = {};\n", b, load(1));
     s += b + "}\n";
     return s + in + "}\n";
   }
@@ -398,7 +437,13 @@ private:
                          "scale2{}[u][{}] = bits | bits << 16; }}\n",
                          b, param(dq.scale), at, sfx, j);
       }
-      s += fmt::format("{}zero2{}[u][{}] = {};\n", b, sfx, j, zero_code(at));
+      if (fold_offset_ && !split_columns_) {
+        // The whole step's zero point, as its scale: the sum it meets spans every lane column.
+        const std::string first = fmt::format("(k - t * {})", lane_elems_);
+        s += fmt::format("{}zero2{}[u][{}] = {};\n", b, sfx, j, zero_code(group_at(j, first), first + " < k_end"));
+      } else {
+        s += fmt::format("{}zero2{}[u][{}] = {};\n", b, sfx, j, zero_code(at));
+      }
       if (float_zero())  // subtracted as its own packed pair after the offset
         s += fmt::format("{}{{ const unsigned bits = in ? (unsigned)reinterpret_cast<const unsigned short*>({})[{}] : 0u; "
                          "zero2_float{}[u][{}] = bits | bits << 16; }}\n",
@@ -408,20 +453,22 @@ private:
   }
 
   // The bias that turns the bit trick's biased pair into (w - z): the trick's own offset,
-  // plus an integer zero point; on the fp32 path the zero point itself (fp32 bits).
-  std::string zero_code(const std::string& at) const {
+  // plus an integer zero point; on the fp32 path the zero point itself (fp32 bits); folded,
+  // offset + z in fp32 bits, which the products' sums take (`in`: whether z is read).
+  std::string zero_code(const std::string& at, const std::string& in = "in") const {
     const ir::GemmDequant& dq = g_.b.dequant;
-    const double offset = w_ == DType::i4 ? (bf16_ ? 136 : 1032) : 1152;
+    const double offset = w_ == DType::i4 ? (bf16_ ? 136 : 1032) : nibble_planes_ ? 2304 : 1152;
     std::string z = "0.0f";  // past K no zero point is read
     if (dq.zero >= 0) {
       const ir::KernelArg& za = k_.args.at(static_cast<size_t>(dq.zero));
       if (za.type.dtype == DType::i4)
-        z = fmt::format("(in ? (float)kiln_load_i4({}, {}) : 0.0f)", param(dq.zero), at);
+        z = fmt::format("({} ? (float)kiln_load_i4({}, {}) : 0.0f)", in, param(dq.zero), at);
       else if (za.type.dtype == DType::i8)
-        z = fmt::format("(in ? (float){}[{}] : 0.0f)", param(dq.zero), at);
+        z = fmt::format("({} ? (float){}[{}] : 0.0f)", in, param(dq.zero), at);
       else
-        z = fmt::format("(in ? {} : 0.0f)", load_expr(za.type.dtype, fmt::format("{}[{}]", param(dq.zero), at)));
+        z = fmt::format("({} ? {} : 0.0f)", in, load_expr(za.type.dtype, fmt::format("{}[{}]", param(dq.zero), at)));
     }
+    if (fold_offset_) return fmt::format("__float_as_uint({:.1f}f{})", offset, dq.zero >= 0 ? " + " + z : "");
     // The fp32 path's offset is 2^23 + 128 (the byte's place in 2^23's mantissa).
     if (float_path()) return fmt::format("__float_as_uint({})", integer_zero() ? "8388736.0f + " + z : z);
     // The offset alone, as a literal pair: 136 in bf16, 1032 or 1152 in f16.
@@ -441,7 +488,8 @@ private:
   // The float zero point of a piece, subtracted after the offset (packed-pair math).
   bool float_zero() const {
     const ir::GemmDequant& dq = g_.b.dequant;
-    return dq.zero >= 0 && !is_storage_only(k_.args.at(static_cast<size_t>(dq.zero)).type.dtype) && !float_path();
+    return dq.zero >= 0 && !is_storage_only(k_.args.at(static_cast<size_t>(dq.zero)).type.dtype) && !float_path() &&
+           !fold_offset_;
   }
 
   // The weight pair for element pair `biased` (code: a packed pair of offset values) of row
@@ -450,6 +498,7 @@ private:
   // offset of the scaled-down pair). Where the scale multiplies the products' sums, the
   // pair is w - z alone, exact.
   std::string finish_pair(const std::string& biased, const std::string& j, const std::string& zero16 = "") const {
+    if (fold_offset_) return biased;
     std::string v = !zero16.empty() ? fmt::format("kiln_fma2_f16({}, 0x2c002c00u, {})", biased, zero16)
                                     : fmt::format("kiln_sub2_{}({}, zero2[u][{}])", pair(), biased, j);
     if (float_zero()) v = fmt::format("kiln_sub2_{}({}, zero2_float[u][{}])", pair(), v, j);
@@ -489,6 +538,13 @@ private:
                                                  i % 2 == 0 ? 0x000f000fu : 0x00f000f0u,
                                                  magic | (i % 2 == 0 ? 0x00080008u : 0x00800080u)),
                                      j, i % 2 == 1 ? name + "_zero16" : ""));
+    } else if (nibble_planes_) {
+      // i8 into bf16 as nibble planes: pairs 0 and 1 are the low nibbles of bytes (0, 2) and
+      // (1, 3) as 128 + l, pairs 2 and 3 their high nibbles, sign flipped, as 2048 + 16 (h + 8).
+      s += fmt::format("{}const unsigned {}0 = kiln_and_xor({}, 0x000f000fu, 0x43004300u);\n", in, name, word);
+      s += fmt::format("{}const unsigned {}1 = kiln_and_xor({} >> 8, 0x000f000fu, 0x43004300u);\n", in, name, word);
+      s += fmt::format("{}const unsigned {}2 = kiln_and_xor({} >> 4, 0x000f000fu, 0x45084508u);\n", in, name, word);
+      s += fmt::format("{}const unsigned {}3 = kiln_and_xor({} >> 12, 0x000f000fu, 0x45084508u);\n", in, name, word);
     } else if (float_path()) {
       // i8 into bf16 through fp32: bytes (0, 2) and (1, 3) form the pairs. Byte b, offset
       // binary, becomes the low byte of 2^23's mantissa (2^23 + 128 + w, exact), and one
@@ -541,8 +597,10 @@ private:
   std::string products(const std::string& in) const {
     const std::string mma = bf16_ ? "kiln_mma_bf16" : "kiln_mma_f16";
     // Words of a 16-byte weight piece and the products one word feeds (pairs in twos).
-    const int pairs = !dequant() ? 1 : w_ == DType::i4 ? 4 : 2;
-    std::string s = fmt::format("{}#pragma unroll\n{}for (int f = 0; f < {}; ++f) {{\n", in, in, accs_);
+    const int pairs = !dequant() ? 1 : w_ == DType::i4 || nibble_planes_ ? 4 : 2;
+    std::string s;
+    if (fold_offset_) s += in + "float xs[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // the activations' sums (one product a step)\n";
+    s += fmt::format("{}#pragma unroll\n{}for (int f = 0; f < {}; ++f) {{\n", in, in, accs_);
     const std::string b = in + "  ";
     if (!dequant()) {
       // f16 / bf16 weights: words (0, 1) and (2, 3) each make one product.
@@ -561,15 +619,26 @@ private:
       s += b + "{\n";
       for (int r = 0; r < (weights_a_ ? 2 : 1); ++r)
         s += weight_pairs(b + "  ", weights_a_ ? fmt::format("2 * f + {}", r) : "f", q, fmt::format("p{}", r));
+      // Nibble planes: both planes meet the activations of the byte pairs (0, 2) and (1, 3),
+      // and the first alone adds to their sums.
       for (int first = 0; first < pairs; first += 2)
-        s += product(b + "  ", mma, q, first, fmt::format("p0{}", first), fmt::format("p0{}", first + 1),
-                     fmt::format("p1{}", first), fmt::format("p1{}", first + 1));
+        s += product(b + "  ", mma, q, nibble_planes_ ? 0 : first, fmt::format("p0{}", first),
+                     fmt::format("p0{}", first + 1), fmt::format("p1{}", first), fmt::format("p1{}", first + 1),
+                     !nibble_planes_ || first == 0);
       s += b + "}\n";
     }
+    // A sum of the piece's products, less (offset + z) times its activations' sum when folded.
+    auto term = [&](int i, const char* c) {
+      return fold_offset_ ? fmt::format("fmaf(xs[{}], -{}, part[{}])", i, c, i) : fmt::format("part[{}]", i);
+    };
     if (scales_after_ && weights_a_) {  // C's rows g and g + 8 are this lane's weight rows
       s += b + "const float s0 = __uint_as_float(scale2[u][2 * f]), s1 = __uint_as_float(scale2[u][2 * f + 1]);\n";
-      s += b + "acc[f][0] = fmaf(part[0], s0, acc[f][0]); acc[f][1] = fmaf(part[1], s0, acc[f][1]);\n";
-      s += b + "acc[f][2] = fmaf(part[2], s1, acc[f][2]); acc[f][3] = fmaf(part[3], s1, acc[f][3]);\n";
+      if (fold_offset_)
+        s += b + "const float c0 = __uint_as_float(zero2[u][2 * f]), c1 = __uint_as_float(zero2[u][2 * f + 1]);\n";
+      s += b + fmt::format("acc[f][0] = fmaf({}, s0, acc[f][0]); acc[f][1] = fmaf({}, s0, acc[f][1]);\n", term(0, "c0"),
+                           term(1, "c0"));
+      s += b + fmt::format("acc[f][2] = fmaf({}, s1, acc[f][2]); acc[f][3] = fmaf({}, s1, acc[f][3]);\n", term(2, "c1"),
+                           term(3, "c1"));
     } else if (scales_after_) {  // C's columns 2 t, 2 t + 1 are the weight rows of lanes 8 t and 8 t + 4
       s += b + "const float s0 = __uint_as_float(__shfl_sync(0xffffffffu, scale2[u][f], 8 * t));\n";
       s += b + "const float s1 = __uint_as_float(__shfl_sync(0xffffffffu, scale2[u][f], 8 * t + 4));\n";
@@ -582,13 +651,19 @@ private:
   // One mma: weight pairs (lo, hi) of the slot in A's or B's rows g (and, weights as A,
   // g + 8: lo1, hi1), with activation word q's pairs `first` and `first` + 1.
   std::string product(const std::string& in, const std::string& mma, int q, int first, const std::string& lo0,
-                      const std::string& hi0, const std::string& lo1, const std::string& hi1) const {
+                      const std::string& hi0, const std::string& lo1, const std::string& hi1,
+                      bool activation_sums = true) const {
     if (weights_a_) {
+      const bool sums = fold_offset_ && activation_sums;
       // A: rows g (slot 2 f) and g + 8 (slot 2 f + 1) at K positions lo, then hi; B: the
       // activations of row g at the same positions.
-      return fmt::format("{}{{ const unsigned a[4] = {{{}, {}, {}, {}}}; {}({}, a, {}, {}); }}\n", in, lo0, lo1, hi0,
-                         hi1, mma, scales_after_ ? "part" : "acc[f]", activation_pair(0, q, first, false),
-                         activation_pair(0, q, first + 1, true));
+      const std::string b0 = activation_pair(0, q, first, false), b1 = activation_pair(0, q, first + 1, true);
+      return fmt::format("{}{{ const unsigned a[4] = {{{}, {}, {}, {}}}; {}({}, a, {}, {});{} }}\n", in, lo0, lo1, hi0,
+                         hi1, mma, scales_after_ ? "part" : "acc[f]", b0, b1,
+                         sums ? fmt::format(" if (f == 0) {{ const unsigned ones[4] = {{{}, {}, {}, {}}}; "
+                                                    "{}(xs, ones, {}, {}); }}",
+                                                    ones(), ones(), ones(), ones(), mma, b0, b1)
+                                      : "");
     }
     // A: activation rows g and g + 8 at K positions lo, then hi; B: the weight pairs.
     return fmt::format("{}{{ const unsigned a[4] = {{{}, {}, {}, {}}}; {}({}, a, {}, {}); }}\n", in,
@@ -728,6 +803,14 @@ private:
   // activation row m at the K positions of lane column c only, so that each sum covers one
   // lane's piece; the lanes' columns are added at the end.
   bool split_columns_ = false;
+  // The pairs stay biased (w - z + offset, exact) and each product's fp32 sum takes
+  // (offset + z) times the sum of its activations, which one more product a step gives
+  // (the same activations against ones). One fma a sum instead of a packed subtract a pair.
+  bool fold_offset_ = false;
+  // bf16 products of i8 weights: a byte needs 8 mantissa bits and bf16 has 7, so each
+  // byte w = 16 h + l goes in as two exact bf16 values, 128 + l and 2048 + 16 (h + 8), in
+  // two products against the same activations; their sums hold (w + 2304) x, folded.
+  bool nibble_planes_ = false;
   int accs_ = 1;            // accumulator fragments: one per 16 weight rows, or per 8
   int64_t slice_ = 0, col_tiles_ = 0, padded_n_ = 0;
 };

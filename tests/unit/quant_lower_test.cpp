@@ -140,6 +140,37 @@ TEST(QuantCodegen, TheScaleMultipliesTheProductsSumsWhereAGroupAllows) {
       }
 }
 
+// With the weights as A (M <= 8) and a step in one group, the i4 trick's pairs stay biased and
+// each sum takes (offset + z) times its activations' sum, from products against ones; bf16
+// products of i8 weights take each byte as two exact nibble planes. Not with two activation
+// rows (the products bound that loop), nor f16 i4 pairs, which keep their fma.
+TEST(QuantCodegen, TheBitTricksOffsetJoinsTheSumsWithTheWeightsAsA) {
+  for (int64_t m : {1, 5, 16})
+    for (DType w : {DType::i4, DType::i8})
+      for (DType act : {DType::f16, DType::bf16})
+        for (int zeros : {0, 1, 2}) {
+          Quant q;
+          q.m = m;
+          q.weights = w;
+          q.act = act;
+          q.zeros = zeros;
+          SCOPED_TRACE(fmt::format("m {} {} {} zeros {}", m, dtype_name(w), dtype_name(act), zeros));
+          const ir::Kernel k = planned(quant_linear(q).ir()).kernels.at(0);
+          ASSERT_EQ(k.config.schedule, ir::kGemv);
+          const std::string cuda = codegen::emit_cuda(k);
+          const bool weights_a = m <= 8, bf16 = act == DType::bf16;
+          const bool folded = weights_a && bf16;
+          EXPECT_EQ(contains(cuda, "(xs, ones,"), folded) << cuda;
+          EXPECT_EQ(contains(cuda, "kiln_sub2_"), !folded && !(w == DType::i8 && bf16)) << cuda;
+          EXPECT_EQ(contains(cuda, "0x45084508u"), folded && w == DType::i8) << cuda;
+          EXPECT_EQ(contains(cuda, "8388736.0f"), !weights_a && bf16 && w == DType::i8) << cuda;
+          if (folded) {
+            EXPECT_TRUE(contains(cuda, fmt::format("__float_as_uint({}.0f", w == DType::i4 ? 136 : 2304))) << cuda;
+          }
+          EXPECT_EQ(spill_bytes(k, "sm_90a"), 0) << k.config.str();
+        }
+}
+
 TEST(QuantCodegen, EveryWeightFormatCompilesWithoutSpillsInItsDefaultConfig) {
   for (DType act : {DType::f16, DType::bf16})
     for (DType weights : {DType::i4, DType::i8})
