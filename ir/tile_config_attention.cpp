@@ -256,7 +256,10 @@ TileConfig attention_heuristic(const Kernel& k) {
 // (bench/NOTES.md). Each block reads all of K and V through L2 for its rows, so 128 rows
 // halve that traffic against 64 (at 4096 tokens and head dim 128, 64-row blocks would move
 // about 4.7 TB/s through L2 at FA2's rate); 64 rows when 128-row blocks would not give
-// every SM two blocks.
+// every SM two blocks. Causal at head dim 128 takes 64 rows on 4 warps of one tile (64
+// keys): the diagonal's blocks then skip at half the grain, and on an H100 that ran 5%
+// ahead of two tiles a warp at 32 keys, 0.942 against 0.992 ms at 4 x 16 x 4096
+// (`kiln tune`, bench/NOTES.md).
 TileConfig attention_mma_sync_heuristic(const Kernel& k) {
   if (std::string why = attention_unsupported(k); !why.empty())
     throw Error(fmt::format("kernel @{}: no attention config: {}", k.name, why));
@@ -267,7 +270,8 @@ TileConfig attention_mma_sync_heuristic(const Kernel& k) {
         c = make(kDecodeRows, bc, 2, decode_splits(k, c));
         if (legal(k, c)) return c;
       }
-  const int br = query_tiles(k, 128) * batch >= 2 * kTargetSMs ? 128 : 64;
+  const bool causal_wide = k.attention.causal && k.attention.d > 64;
+  const int br = query_tiles(k, 128) * batch >= 2 * kTargetSMs && !causal_wide ? 128 : 64;
   if (br == 128)
     for (int bc : {64, 32})
       if (TileConfig c = make(br, bc, 2, 1, 2); legal(k, c)) return c;

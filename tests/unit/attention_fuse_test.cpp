@@ -265,7 +265,7 @@ TEST(AttentionTile, DefaultsAndCandidatesAreLegal) {
 
 // mma_sync's prompts: 128 rows on 4 warps of two row tiles where the registers allow it
 // (64 keys at head dim 64; 32 at 128 with a plain score), else 8 warps of one; 64 rows when
-// 128-row blocks would leave SMs without two blocks.
+// 128-row blocks would leave SMs without two blocks, and causal at head dim 128 (64 keys).
 TEST(AttentionTile, MmaSyncPromptsTakeTwoRowTilesAWarp) {
   const ir::TargetScope target("sm_80");
   auto heuristic = [](const kiln::Graph& g) { return ir::attention_mma_sync_heuristic(only_attention(lowered(g.ir()))); };
@@ -273,7 +273,8 @@ TEST(AttentionTile, MmaSyncPromptsTakeTwoRowTilesAWarp) {
     const ir::TileConfig d64 = heuristic(test::composite_attention(DType::f16, {{4, 16}, 2048, 2048, 64}, causal));
     EXPECT_EQ(std::tuple(d64.br, d64.bc, d64.warps, d64.stages), std::tuple(128, 64, 4, 2)) << d64.str();
     const ir::TileConfig d128 = heuristic(test::composite_attention(DType::bf16, {{4, 16}, 4096, 4096, 128}, causal));
-    EXPECT_EQ(std::tuple(d128.br, d128.bc, d128.warps, d128.stages), std::tuple(128, 32, 4, 2)) << d128.str();
+    const auto want = causal ? std::tuple(64, 64, 4, 2) : std::tuple(128, 32, 4, 2);
+    EXPECT_EQ(std::tuple(d128.br, d128.bc, d128.warps, d128.stages), want) << d128.str();
   }
   // A bias at head dim 128 holds too much for two tiles: one a warp.
   const ir::TileConfig biased =
