@@ -276,17 +276,15 @@ constexpr const char* kSplitEpilogue = R"(
       }
     }
   }
-  __threadfence();  // the partials are visible before the ticket is taken
-  __syncthreads();
+  __syncthreads();  // the partials are written before the ticket is taken
   __shared__ bool last_split;
   if (threadIdx.x == 0) {
     const int ticket = (int)batch * (int)gridDim.x + (int)blockIdx.x;
-    last_split = atomicAdd(&$NAME_tickets[ticket], 1) == $SPLITS - 1;
+    last_split = kiln_take_ticket(&$NAME_tickets[ticket]) == $SPLITS - 1u;
     if (last_split) $NAME_tickets[ticket] = 0;  // the next launch starts from zero
   }
   __syncthreads();
   if (!last_split) return;
-  __threadfence();
   $T* __restrict__ ob = $OUT + (long long)batch * $OUT_BATCH;
   const int rows_here = min($BR, $SQ - q0);
   for (int e = (int)threadIdx.x; e < rows_here * $D; e += $THREADS) {

@@ -494,13 +494,13 @@ private:
         s += fmt::format("#pragma unroll\n    for (int t = 0; t < {}; ++t)\n      if (col0 + t < {}) {} = {};\n", w,
                          lit(n_count_), partial(r, first_slot(r) + static_cast<int>(j), "blockIdx.y"), res[j]);
     }
-    // One thread fences for the block: the barrier orders the writers' stores before its
-    // fence (as a grid barrier does), and 512 fences in every block lengthen the tail.
+    // One thread takes the ticket for the block, after the barrier that orders the
+    // writers' stores before it (kiln_take_ticket: release, and acquire for the last).
     s += "  }\n  __syncthreads();\n  __shared__ bool kiln_last;\n";
-    s += "  if (threadIdx.x == 0) {\n    __threadfence();\n";
-    s += fmt::format("    kiln_last = atomicAdd(&{}[blockIdx.x], 1u) == {}u;\n", tickets, c_.k_split - 1);
+    s += "  if (threadIdx.x == 0) {\n";
+    s += fmt::format("    kiln_last = kiln_take_ticket(&{}[blockIdx.x]) == {}u;\n", tickets, c_.k_split - 1);
     s += fmt::format("    if (kiln_last) {}[blockIdx.x] = 0u;  // ready for the next launch\n", tickets);
-    s += "  }\n  __syncthreads();\n  if (!kiln_last) return;\n  __threadfence();\n";
+    s += "  }\n  __syncthreads();\n  if (!kiln_last) return;\n";
     for (int r : reduces_) {
       const std::vector<std::string> acc = state(r, "acc", "[t]"), empty = empty_state(r);
       for (size_t j = 0; j < acc.size(); ++j)

@@ -481,12 +481,11 @@ private:
     s += fmt::format("  float* const partials = {} + (long long)blockIdx.y * {}ll;\n", name("partials"), matrix);
     s += element_loop(fmt::format("      if (m < {} && n < {}) partials[(long long)m * {} + n] = acc[f][e];\n", g_.m, g_.n,
                                   g_.n));
-    s += "  __threadfence();  // the partials are visible before the ticket is taken\n";
-    s += "  __shared__ int last_slice;\n  __syncthreads();\n";
+    s += "  __shared__ int last_slice;\n  __syncthreads();  // the partials are written before the ticket is taken\n";
     s += "  if (tid == 0) {\n";
-    s += fmt::format("    last_slice = atomicAdd(&{}[blockIdx.x], 1) == {};\n", name("tickets"), c_.split_k - 1);
+    s += fmt::format("    last_slice = kiln_take_ticket(&{}[blockIdx.x]) == {}u;\n", name("tickets"), c_.split_k - 1);
     s += fmt::format("    if (last_slice) {}[blockIdx.x] = 0;  // the next launch starts from zero\n", name("tickets"));
-    s += "  }\n  __syncthreads();\n  if (!last_slice) return;\n  __threadfence();\n";
+    s += "  }\n  __syncthreads();\n  if (!last_slice) return;\n";
     s += "  // The last slice: every slice's partials in slice order (the same bits every run).\n";
     // The slices' loads of an element issue together (a loop kept rolled waited on each).
     s += element_loop(fmt::format("      float sum = 0.0f;\n      if (m < {} && n < {})\n#pragma unroll\n"

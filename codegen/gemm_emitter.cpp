@@ -227,15 +227,14 @@ private:
       b += vector_moves(in + "  ", fmt::format("partials + (long long)({}) * {} + ({})", m, padded_n_, n), values, true);
       return b + in + "}\n";
     });
-    s += "  __threadfence();  // the partials are visible before the ticket is taken\n";
-    s += "  __syncthreads();\n";
+    s += "  __syncthreads();  // the partials are written before the ticket is taken\n";
     s += "  __shared__ bool last_slice;\n";
     s += "  if (threadIdx.x == 0) {\n";
     s += fmt::format("    const int ticket = (int)batch * {} + tile;\n", tiles_m_ * tiles_n_);
-    s += fmt::format("    last_slice = atomicAdd(&{}[ticket], 1) == {};\n", scratch_name("tickets"), c_.split_k - 1);
+    s += fmt::format("    last_slice = kiln_take_ticket(&{}[ticket]) == {}u;\n", scratch_name("tickets"), c_.split_k - 1);
     s += fmt::format("    if (last_slice) {}[ticket] = 0;  // the next launch starts from zero\n",
                      scratch_name("tickets"));
-    s += "  }\n  __syncthreads();\n  if (!last_slice) return;\n  __threadfence();\n";
+    s += "  }\n  __syncthreads();\n  if (!last_slice) return;\n";
     s += fmt::format("  const float* slices = {} + (long long)batch * {}ll;\n", scratch_name("partials"), matrix);
     s += schedule_->position_walk([&](const std::string& in, const std::string& m, const std::string& n,
                                       const std::string&) {

@@ -768,11 +768,12 @@ private:
     s += fmt::format("    float* part = {} + ((long long)blockIdx.y * {} + m) * {} + n0 + c;\n", scratch_name("partials"),
                      g_.m, padded_n_);
     s += "#pragma unroll\n    for (int e = 0; e < 8; ++e) part[e] = total[e];\n  }\n";
-    s += "  __threadfence();  // the partials are visible before the ticket is taken\n  __syncthreads();\n";
+    s += "  __syncthreads();  // the partials are written before the ticket is taken\n";
     s += "  __shared__ bool last_slice;\n  if (threadIdx.x == 0) {\n";
-    s += fmt::format("    last_slice = atomicAdd(&{}[blockIdx.x], 1) == {};\n", scratch_name("tickets"), c_.split_k - 1);
+    s += fmt::format("    last_slice = kiln_take_ticket(&{}[blockIdx.x]) == {}u;\n", scratch_name("tickets"),
+                     c_.split_k - 1);
     s += fmt::format("    if (last_slice) {}[blockIdx.x] = 0;  // the next launch starts from zero\n", scratch_name("tickets"));
-    s += "  }\n  __syncthreads();\n  if (!last_slice) return;\n  __threadfence();\n";
+    s += "  }\n  __syncthreads();\n  if (!last_slice) return;\n";
     s += fmt::format("  for (int item = (int)threadIdx.x; item < {}; item += {}) {{\n", g_.m * per_row, 32 * c_.warps_n);
     s += fmt::format("    const int m = item / {}, c = item % {} * 8;\n", per_row, per_row);
     s += "    float total[8] = {};\n";

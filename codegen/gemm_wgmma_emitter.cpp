@@ -455,15 +455,15 @@ private:
                          "= make_float2(acc[f][{}], acc[f][{} + 1]);\n",
                          row, k_.gemm.m, col, padded_n(), row, padded_n(), col, first, first);
     });
-    s += "    __threadfence();  // the partials are visible before the ticket is taken\n";
-    s += fmt::format("    kiln_named_barrier(1, {});\n", tile_threads);
+    s += fmt::format("    kiln_named_barrier(1, {});  // the partials are written before the ticket is taken\n",
+                     tile_threads);
     s += "    __shared__ int last_slice;\n";
     s += fmt::format("    if (threadIdx.x == {}) {{\n", kWarpgroup);
-    s += fmt::format("      last_slice = atomicAdd(&{}[tile], 1) == {};\n", scratch_name("tickets"), split_ - 1);
+    s += fmt::format("      last_slice = kiln_take_ticket(&{}[tile]) == {}u;\n", scratch_name("tickets"), split_ - 1);
     s += fmt::format("      if (last_slice) {}[tile] = 0;  // the next launch starts from zero\n", scratch_name("tickets"));
     s += "    }\n";
     s += fmt::format("    kiln_named_barrier(1, {});\n", tile_threads);
-    s += "    if (last_slice) {\n      __threadfence();\n";
+    s += "    if (last_slice) {\n";
     s += fmt::format("      const float* slices = {} + (long long)batch * {}ll;\n", scratch_name("partials"), matrix);
     // The sums go by 8 consecutive columns a thread, so that a warp reads whole rows of
     // the tile and every slice's loads of a vector issue together (the accumulators'

@@ -64,6 +64,17 @@ constexpr Rule kRules[] = {
 
 // Listed callees first; helper_definitions keeps this order.
 constexpr DeviceHelper kHelpers[] = {
+    // A split's ticket, taken by one thread after a barrier over the writers of its
+    // partials: the count before this arrival. As release, the add publishes every write
+    // the barrier ordered before it; as acquire, the last arrival's reads after its next
+    // barrier see every other split's partials. It replaces a __threadfence on each side,
+    // which is fence.sc: a MEMBAR.SC.GPU that waits on every outstanding access of the SM,
+    // twice on the path of the last arrival.
+    {"kiln_take_ticket",
+     "static __device__ __forceinline__ unsigned kiln_take_ticket(void* ticket) {\n"
+     "  unsigned before;\n"
+     "  asm volatile(\"atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;\" : \"=r\"(before) : \"l\"(ticket) : \"memory\");\n"
+     "  return before;\n}\n"},
     // ptxas (CUDA 13.0) compiles an ordered compare of a value it knows is not negative
     // (an abs, a square) against zero or less to the constant true, NaN or not: `fabsf(x)
     // >= 0` and `x * x >= 0` become 1 (seen in the SASS). An integer test of the bits,

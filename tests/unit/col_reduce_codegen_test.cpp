@@ -42,7 +42,9 @@ TEST(ColReduceCodegen, TallColumnSumReadsCoalesced16ByteVectorsAndSplitsK) {
   std::string cuda = codegen::emit_cuda(ks);
   EXPECT_TRUE(test::contains(cuda, "kiln_vec<float, 4>")) << cuda;
   EXPECT_TRUE(test::contains(cuda, "__device__ float kiln_sq_k0_partials[16384];")) << cuda;  // 64 slices x 256
-  EXPECT_EQ(count(cuda, "atomicAdd("), 1u) << cuda;  // the ticket only: partials are combined in order
+  EXPECT_EQ(count(cuda, "kiln_take_ticket(&"), 1u) << cuda;  // the ticket only: partials are combined in order
+  EXPECT_FALSE(test::contains(cuda, "atomicAdd")) << cuda;
+  EXPECT_FALSE(test::contains(cuda, "__threadfence")) << cuda;  // the ticket's release and acquire order the partials
   EXPECT_TRUE(test::contains(cuda, "__ldcg(&kiln_sq_k0_partials[")) << cuda;
   codegen::LaunchDims d = codegen::launch_dims(ks[0]);
   EXPECT_EQ(d.grid[0], 8u);    // 8 tiles of 32 columns
@@ -57,6 +59,7 @@ TEST(ColReduceCodegen, UnsplitKernelHasNoScratch) {
   std::string cuda = codegen::emit_cuda(ks);
   EXPECT_FALSE(test::contains(cuda, "__device__ float")) << cuda;
   EXPECT_FALSE(test::contains(cuda, "atomicAdd")) << cuda;
+  EXPECT_FALSE(test::contains(cuda, "kiln_take_ticket")) << cuda;
 }
 
 TEST(ColReduceCodegen, FullReductionVectorisesAlongK) {
