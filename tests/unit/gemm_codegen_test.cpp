@@ -185,6 +185,9 @@ TEST(GemmCodegen, TheSourceReadsAsAGemm) {
   const std::string split = codegen::emit_cuda(gemm_kernel(DType::f16, {16, 8192, 8192}));
   EXPECT_TRUE(contains(split, "__device__ float kiln_k0_partials["));
   EXPECT_TRUE(contains(split, "in slice order"));
+  // One thread takes the tile's ticket (release and acquire): no fence.sc on either side.
+  EXPECT_TRUE(contains(split, "kiln_take_ticket(&kiln_k0_tickets[")) << split;
+  EXPECT_FALSE(contains(split, "__threadfence")) << split;
 }
 
 }  // namespace
