@@ -89,8 +89,11 @@ const std::vector<BenchCase>& bench_cases() {
       {"attention", "o = softmax(q k^T / sqrt(D)) v; q [B,H,Sq,D], k and v [B,KV,Skv,D]", {DType::f16},
        {BenchSize::attention(8, 32, 32, 1, 8192, 128, false), BenchSize::attention(4, 16, 16, 4096, 4096, 128, false)},
        SizeForm::Attention},
+      // Causal prompts: head dim 128, head dim 64, and grouped queries (4 query heads a K/V head).
       {"attention_causal", "attention with query i seeing keys j <= i", {DType::f16},
-       {BenchSize::attention(4, 16, 16, 4096, 4096, 128, true)}, SizeForm::Attention},
+       {BenchSize::attention(4, 16, 16, 4096, 4096, 128, true), BenchSize::attention(4, 16, 16, 2048, 2048, 64, true),
+        BenchSize::attention(4, 32, 8, 4096, 4096, 128, true)},
+       SizeForm::Attention},
   };
   return cases;
 }
