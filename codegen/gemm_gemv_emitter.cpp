@@ -181,6 +181,9 @@ private:
                        k_.args[static_cast<size_t>(g_.b.arg)].name, dtype_name(w_), k_.args[static_cast<size_t>(dq.scale)].name,
                        dq.zero >= 0 ? fmt::format(" and zero points %{}", k_.args[static_cast<size_t>(dq.zero)].name) : "",
                        dq.group, float_path() ? " (fp32 math, rounded to bf16)" : " (packed-pair math)");
+      if (interleaved())
+        s += "//   stored interleaved, [N / 8, K / E, 8, E]: the 16-byte pieces of 8 rows side by side, so that a warp's "
+             "load of 8 rows covers 512 consecutive bytes\n";
       if (split_columns_)
         s += "//   B's column 2 c + m holds activation row m at lane column c's K positions alone: each fp32 sum of a "
              "product is one group of one weight row, scaled once a piece\n";
@@ -232,9 +235,14 @@ private:
     if (whole_tiles()) {
       s += fmt::format("  // The lane's first weight row as a byte pointer{}; row slot j is 8 j rows on, a\n", groups);
       s += "  // constant offset that the loads take as their immediate.\n";
-      s += fmt::format("  const unsigned char* const w_base = reinterpret_cast<const unsigned char*>({}) + (long long)(n0 + g) * "
-                       "{}ll;\n",
-                       param(g_.b.arg), row_bytes());
+      if (interleaved())
+        s += fmt::format("  const unsigned char* const w_base = reinterpret_cast<const unsigned char*>({}) + (long long)n0 * "
+                         "{}ll + g * 16;  // 8 rows' pieces side by side\n",
+                         param(g_.b.arg), row_bytes());
+      else
+        s += fmt::format("  const unsigned char* const w_base = reinterpret_cast<const unsigned char*>({}) + (long long)(n0 + g) * "
+                         "{}ll;\n",
+                         param(g_.b.arg), row_bytes());
       if (dequant()) s += fmt::format("  const long long g_row = (long long)(n0 + g) * {}ll;\n", g_.k / g_.b.dequant.group);
     }
     if (!whole_tiles()) {
@@ -243,8 +251,13 @@ private:
     }
     for (int j = 0; j < tiles_ && !whole_tiles(); ++j) {
       s += fmt::format("  const long long w_row{} = (long long)min(n0 + {} + g, {});\n", j, 8 * j, g_.n - 1);
-      s += fmt::format("  const unsigned char* const w_base{} = reinterpret_cast<const unsigned char*>({}) + w_row{} * {}ll;\n",
-                       j, param(g_.b.arg), j, row_bytes());
+      if (interleaved())
+        s += fmt::format("  const unsigned char* const w_base{} = reinterpret_cast<const unsigned char*>({}) + (w_row{} >> 3) * "
+                         "{}ll + (w_row{} & 7) * 16;\n",
+                         j, param(g_.b.arg), j, 8 * row_bytes(), j);
+      else
+        s += fmt::format("  const unsigned char* const w_base{} = reinterpret_cast<const unsigned char*>({}) + w_row{} * {}ll;\n",
+                         j, param(g_.b.arg), j, row_bytes());
       if (dequant())
         s += fmt::format("  const long long g_row{} = w_row{} * {}ll;\n", j, j, g_.k / g_.b.dequant.group);
     }
@@ -271,7 +284,9 @@ private:
 
   // The type of K positions: 32 bits where K (and the steps loaded past it) allows.
   std::string k_type() const {
-    return g_.k + int64_t{c_.bk} * c_.warps_n * (c_.stages + 1) < (int64_t{1} << 31) ? "int" : "long long";
+    // Interleaved weights shift K positions left by up to 3 to make byte offsets.
+    const int64_t reach = (g_.k + int64_t{c_.bk} * c_.warps_n * (c_.stages + 1)) * (interleaved() ? 8 : 1);
+    return reach < (int64_t{1} << 31) ? "int" : "long long";
   }
 
   // Packed (dequantised) weights as mma's A operand (M <= 8): the path whose loads clear
@@ -289,9 +304,16 @@ private:
   // against 18.0 us at 16 x 8192 x 8192 on an H100).
   bool whole_tiles() const { return g_.n % c_.bn == 0 && !two_rows_; }
 
-  // The byte address of element `k` (code, never negative) of row slot j's weight row.
+  // Weights in the interleaved layout (ir::GemmDequant::interleave): 8 rows' 16-byte
+  // pieces side by side, so that a piece of K (E elements) starts 128 bytes past the last.
+  bool interleaved() const { return g_.b.dequant.interleave != 0; }
+
+  // The byte address of element `k` (code, never negative; a piece's first where the
+  // weights are interleaved) of row slot j's weight row. Interleaved, row slot j's 8 rows
+  // are still 8 j rows' bytes on: each 8 rows take as many bytes as stored [N, K].
   std::string weight_at(int j, const std::string& k) const {
     const char* bytes = w_ == DType::i4 ? " >> 1" : w_ == DType::i8 ? "" : " * 2";
+    if (interleaved()) bytes = w_ == DType::i4 ? " << 2" : " << 3";  // 128 bytes per piece of 32 (i4) or 16 (i8)
     if (!whole_tiles()) return fmt::format("w_base{} + (({}){}{})", j, k_type(), k, bytes);
     return fmt::format("w_base + (({}){}{}) + {}ll", k_type(), k, bytes, 8 * j * row_bytes());
   }

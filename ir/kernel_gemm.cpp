@@ -35,9 +35,18 @@ void verify_dequant(const Kernel& k, bool operand_a, const Fail& fail) {
   if (g.operand_dtype != DType::f16 && g.operand_dtype != DType::bf16)
     fail(fmt::format("dequantised weights feed f16 or bf16 products, not {}", dtype_name(g.operand_dtype)));
   const GemmLayout l = gemm_layout(k, false);
-  if (w.type.shape != Shape{g.n, g.k} || !l.k_contiguous || l.ld != g.k)
+  if (op.dequant.interleave != 0) {
+    // [N / 8, K / E, 8, E]: the 16-byte pieces of 8 rows side by side (E elements each).
+    const int64_t e = w.type.dtype == DType::i4 ? 32 : 16;
+    const Shape pieces{g.n / 8, g.k / e, 8, e};
+    if (op.dequant.interleave != 8 || g.n % 8 != 0 || g.k % e != 0 || w.type.shape != pieces || !l.k_contiguous ||
+        l.ld != g.k)
+      fail(fmt::format("interleaved operand %{} ({}) must be a [N / 8, K / {}, 8, {}] = {} weight, 8 rows a piece",
+                       w.name, w.type.str(), e, e, shape_str(pieces)));
+  } else if (w.type.shape != Shape{g.n, g.k} || !l.k_contiguous || l.ld != g.k) {
     fail(fmt::format("dequantised operand %{} ({}) must be a [N, K] = [{}, {}] weight read K-contiguous", w.name,
                      w.type.str(), g.n, g.k));
+  }
   for (int64_t s : l.batch_strides)
     if (s != 0) fail(fmt::format("dequantised operand %{} must be shared by every batch entry", w.name));
   if (op.dequant.group < 1 || g.k % op.dequant.group != 0)
@@ -198,7 +207,9 @@ std::string gemm_core_str(const Kernel& k) {
     if (op.dequant.active()) {
       s += fmt::format(" dequant {{scales %{}", k.args.at(static_cast<size_t>(op.dequant.scale)).name);
       if (op.dequant.zero >= 0) s += fmt::format(", zeros %{}", k.args.at(static_cast<size_t>(op.dequant.zero)).name);
-      s += fmt::format(", group {}}}", op.dequant.group);
+      s += fmt::format(", group {}", op.dequant.group);
+      if (op.dequant.interleave != 0) s += fmt::format(", interleaved by {} rows", op.dequant.interleave);
+      s += "}";
     }
     if (!op.prologue.empty()) {
       s += " prologue {";

@@ -46,6 +46,10 @@ struct GemmDequant {
   int scale = -1;  // the Kernel::args entry of the scales; -1: the operand is not dequantised
   int zero = -1;   // of the zero points, or -1
   int64_t group = 0;
+  // 0: the weight is stored [N, K]. 8: it is stored [N / 8, K / E, 8, E] (E: the elements of
+  // 16 bytes), the 16-byte pieces of 8 rows side by side, so that a gemv warp's loads cover
+  // consecutive bytes; the graph says so with a transpose and a reshape (dequant_fold.h).
+  int interleave = 0;
   bool active() const { return scale >= 0; }
 };
 

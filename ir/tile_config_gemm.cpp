@@ -135,6 +135,8 @@ void validate_gemm(const Kernel& k, const TileConfig& c) {
   const GemmCore& g = k.gemm;
   if (c.cluster > 1 && c.schedule != kWgmma)
     fail("clusters of blocks take the wgmma schedule only (they share its TMA loads)");
+  if (g.b.dequant.interleave != 0 && c.schedule != kGemv)
+    fail("weights in the interleaved layout are read by schedule gemv only (at most 16 rows of activations)");
   if (c.schedule == kGemv) {
     validate_gemm_gemv(k, c);
     return;
@@ -277,6 +279,7 @@ std::vector<TileConfig> gemm_sweep(const Kernel& k) {
     }
   };
   const GemmCore& g = k.gemm;
+  if (g.b.dequant.interleave != 0) return gemm_gemv_sweep(k);  // the layout only the gemv reads
   out = gemm_wgmma_sweep(k);  // exact f32 products too, where they widen fp8 operands
   if (default_schedule(k) == kSimt) {
     for (int bm : {64, 128})

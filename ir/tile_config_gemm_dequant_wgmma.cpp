@@ -47,7 +47,7 @@ int dequant_wgmma_tokens(const Kernel& k) { return static_cast<int>(std::max<int
 bool gemm_dequant_wgmma_applies(const Kernel& k) {
   const GemmCore& g = k.gemm;
   if (target_sm() < 90 || !target_arch_specific()) return false;
-  if (!g.b.dequant.active() || g.m > 128 || gemm_batch_count(g) != 1) return false;
+  if (!g.b.dequant.active() || g.b.dequant.interleave != 0 || g.m > 128 || gemm_batch_count(g) != 1) return false;
   if (g.operand_dtype != DType::f16 && g.operand_dtype != DType::bf16) return false;
   const KernelArg& a = k.args.at(static_cast<size_t>(g.a.arg));
   if (!g.a.prologue.empty() || a.type.dtype != g.operand_dtype || !gemm_rows_of_k(k, true)) return false;

@@ -163,7 +163,15 @@ private:
     for (int attempt = 0; attempt < 4; ++attempt) {
       std::set<const Node*> group{matmul};
       // Every attempt keeps a folding dequant: no other kernel writes dequantised weights.
-      if (const Node* d = dequant_of(matmul)) group.insert(d);
+      if (const Node* d = dequant_of(matmul)) {
+        group.insert(d);
+        // An interleaved weight's transpose and reshape become the gemv's addresses.
+        if (interleaved_weight_input(g_, d->operands[0])) {
+          const Node* reshape = d->operands[0]->producer;
+          group.insert(reshape);
+          group.insert(reshape->operands[0]->producer);
+        }
+      }
       if (attempt < 3) {  // 0: all; 1: no epilogue; 2: views only; 3: the matmul alone
         for (int i = 0; i < 2; ++i) {
           std::set<const Node*> chain = operand_chain(matmul, i, attempt < 2);

@@ -12,6 +12,7 @@
 
 #include "ir/error.h"
 #include "ir/printer.h"
+#include "passes/dequant_fold.h"
 #include "passes/lower.h"
 #include "passes/lower_group.h"
 #include "runtime/knobs.h"
@@ -75,15 +76,26 @@ Operand build_operand(const std::string& name, const Node& matmul, int index, co
   const char* which = index == 0 ? "A" : "B";
   const std::set<const Node*> chain = cone({u}, members, &matmul);
   Operand op;
-  if (chain.size() == 1 && (*chain.begin())->op == ir::OpKind::Dequant) {
+  const Node* dequant = u->producer && u->producer->op == ir::OpKind::Dequant ? u->producer : nullptr;
+  // The interleaved layout of the weights (dequant_fold.h): the transpose and reshape
+  // under the dequant are the gemv's addressing, not a prologue.
+  const Value* interleaved = nullptr;
+  if (dequant && chain.size() == 3 && chain.count(dequant)) {
+    const Value* w = dequant->operands[0];
+    const Value* wp = interleaved_weight_source(w);
+    if (wp && chain.count(w->producer) && chain.count(w->producer->operands[0]->producer)) interleaved = wp;
+  }
+  if (dequant && (chain.size() == 1 || interleaved)) {
     // The weights [N, K] as the operand, read in place; the scales and zero points are
-    // read at (n, k / group): a stride along N only.
-    const Node& d = **chain.begin();
+    // read at (n, k / group): a stride along N only. Interleaved weights are given the
+    // strides of [N, K] (the same bytes); `interleave` says how the gemv finds them.
+    const Node& d = *dequant;
     if (index != 1 || !transposed)
       throw Error(fmt::format("kernel @{}: a dequantised matmul operand must be B with transpose_b", name));
-    const Value* w = d.operands[0];
+    const Value* w = interleaved ? interleaved : d.operands[0];
     op.arg = ir::KernelArg{printed(w, names), w->type, false, {}, w->id};
-    op.arg.strides = logical_strides(u, ir::contiguous_strides(w->type.shape), transposed, out_batch_rank);
+    op.arg.strides = logical_strides(u, ir::contiguous_strides(d.operands[0]->type.shape), transposed, out_batch_rank);
+    if (interleaved) op.dequant.interleave = 8;
     for (size_t i = 1; i < d.operands.size(); ++i) {
       const Value* s = d.operands[i];
       std::vector<int64_t> strides(out_batch_rank + 2, 0);

@@ -163,5 +163,29 @@ TEST(QuantGpu, EveryGemvCandidatePassesItsCheck) {
   }
 }
 
+// Weights in the interleaved layout (passes/dequant_fold.h) on the gemv: every format at one,
+// five and sixteen rows, whole and clamped column tiles, zero points; a spread of candidates
+// (rings, splits); and more rows, where the transpose runs as its own kernel.
+TEST(QuantGpu, InterleavedWeightsOnTheGemv) {
+  KILN_REQUIRE_GPU();
+  for (DType act : {DType::f16, DType::bf16})
+    for (DType weights : {DType::i4, DType::i8})
+      for (int64_t m : {1, 5, 16})
+        for (int64_t n : {256, 200}) {
+          Quant q{weights, act, m, n, 1024, m == 5 ? 32 : 128, m == 1 ? 0 : m == 5 ? 2 : 1};
+          q.interleaved = true;
+          SCOPED_TRACE(fmt::format("{} {} m {} n {}", dtype_name(act), dtype_name(weights), m, n));
+          EXPECT_EQ(expect_matches_reference(quant_linear(q).ir()), ir::kGemv);
+        }
+  for (DType weights : {DType::i4, DType::i8}) {
+    Quant q{weights, DType::bf16, 2, 200, 2048, 64, 2};
+    q.interleaved = true;
+    gpu_test::every_candidate_passes(quant_linear(q).ir());
+  }
+  Quant more{DType::i4, DType::f16, 40, 200, 512, 128, 0};
+  more.interleaved = true;
+  EXPECT_NE(expect_matches_reference(quant_linear(more).ir()), ir::kGemv);
+}
+
 }  // namespace
 }  // namespace kiln

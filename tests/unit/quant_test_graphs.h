@@ -11,12 +11,25 @@ struct Quant {
   int64_t m = 1, n = 96, k = 256, group = 128;
   int zeros = 0;  // 0: none, 1: of the scales' type, 2: of the weights' type
   bool epilogue = true;
+  // The weight as `wp` in the interleaved layout [N / 8, K / E, 8, E] (E = 32 for i4, 16
+  // for i8), made [N, K] by a transpose and a reshape (passes/dequant_fold.h).
+  bool interleaved = false;
 };
+
+// The elements of one 16-byte piece of a weight.
+inline int64_t piece_elems(DType weights) { return weights == DType::i4 ? 32 : 16; }
 
 inline kiln::Graph quant_linear(const Quant& q) {
   kiln::Graph g("q");
   auto x = g.input("x", q.act, {q.m, q.k});
-  auto w = g.input("w", q.weights, {q.n, q.k});
+  kiln::Tensor w;
+  if (q.interleaved) {
+    const int64_t e = piece_elems(q.weights);
+    auto wp = g.input("wp", q.weights, {q.n / 8, q.k / e, 8, e});
+    w = kiln::reshape(kiln::transpose(wp, {0, 2, 1, 3}), {q.n, q.k});
+  } else {
+    w = g.input("w", q.weights, {q.n, q.k});
+  }
   auto s = g.input("s", q.act, {q.n, q.k / q.group});
   kiln::Tensor wd =
       q.zeros ? kiln::dequant(w, s, g.input("z", q.zeros == 1 ? q.act : q.weights, {q.n, q.k / q.group}), q.group)
