@@ -256,8 +256,18 @@ private:
     for (int i : outputs_) args.push_back(fmt::format("w{}.v[j]", i));
     s += body + call(args);
     s += in + "}\n";
-    for (int i : outputs_)
+    for (int i : outputs_) {
+      if (k_.args[i].type.dtype == DType::i4) {  // two nibbles a byte, the even element low
+        s += fmt::format("{}kiln_vec<unsigned char, {}> b{};\n", in, vec_ / 2, i);
+        s += fmt::format("{}#pragma unroll\n{}for (int j = 0; j < {}; ++j) b{}.v[j] = (unsigned char)(w{}.v[2 * j] | "
+                         "(w{}.v[2 * j + 1] << 4));\n",
+                         in, in, vec_ / 2, i, i, i);
+        s += fmt::format("{}*reinterpret_cast<kiln_vec<unsigned char, {}>*>({} + base / 2) = b{};\n", in, vec_ / 2,
+                         param_[i], i);
+        continue;
+      }
       s += fmt::format("{}*reinterpret_cast<{}*>({} + base) = w{};\n", in, vec_type(i), param_[i], i);
+    }
     return s;
   }
 
@@ -276,9 +286,23 @@ private:
       args.push_back(read(i, at));
     }
     for (const Access& a : indices_) args.push_back(a.mode == Mode::Contiguous ? "i" : offset(a.strides, "e"));
-    for (int i : outputs_) args.push_back(fmt::format("{}[i]", param_[i]));
+    std::string packed;  // i4 outputs: the nibbles gathered, then stored a byte at a time
+    for (int i : outputs_) {
+      if (k_.args[i].type.dtype != DType::i4) {
+        args.push_back(fmt::format("{}[i]", param_[i]));
+        continue;
+      }
+      args.push_back(fmt::format("w{}[j]", i));
+      packed += fmt::format("{}for (int j = 0; j < {} && base + ({})j < n; j += 2)\n", in, vec_, idx_);
+      packed += fmt::format("{}  {}[(base + ({})j) / 2] = (unsigned char)(w{}[j] | (base + ({})j + 1 < n ? w{}[j + 1] "
+                            "<< 4 : 0));\n",
+                            in, param_[i], idx_, i, idx_, i);
+    }
+    std::string s0;
+    for (int i : outputs_)
+      if (k_.args[i].type.dtype == DType::i4) s0 += fmt::format("{}unsigned char w{}[{}] = {{}};\n", in, i, vec_);
     s += body + call(args);
-    return s + in + "}\n";
+    return s0 + s + in + "}\n" + packed;
   }
 
   std::string entry() const {

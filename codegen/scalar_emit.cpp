@@ -414,6 +414,9 @@ std::string store_expr(DType t, const std::string& value) {
     case DType::bf16: return "__float2bfloat16_rn(" + value + ")";
     case DType::i1: return "(unsigned char)(" + value + " ? 1 : 0)";
     case DType::i8: return "(signed char)(" + value + ")";  // the cast saturated it
+    // An element's nibble, which the pointwise kernel packs two to a byte (only views of
+    // i4 tensors make i4 values, so the value is in -8..7).
+    case DType::i4: return "(unsigned char)((" + value + ") & 15)";
     case DType::f8e4m3: return "kiln_float_to_f8e4m3(" + value + ")";
     case DType::f8e5m2: return "kiln_float_to_f8e5m2(" + value + ")";
     default: return value;

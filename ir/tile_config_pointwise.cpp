@@ -41,6 +41,14 @@ bool allows_vec(const std::vector<int64_t>& strides, const Shape& dims, int vec)
   return true;
 }
 
+// Whether the kernel writes an i4 tensor: two elements a byte, so that each thread's
+// vectors must cover whole bytes.
+bool writes_i4(const Kernel& k) {
+  for (const KernelArg& a : k.args)
+    if (a.is_output && a.type.dtype == DType::i4) return true;
+  return false;
+}
+
 }  // namespace
 
 void validate_pointwise(const Kernel& k, const TileConfig& c) {
@@ -60,6 +68,8 @@ void validate_pointwise(const Kernel& k, const TileConfig& c) {
     fail(fmt::format("elems = {}: elements per thread must be between 1 and {}", c.elems, kMaxElems));
   if (c.elems % c.vec != 0)
     fail(fmt::format("elems = {} is not a multiple of vec = {}: a thread handles whole vectors", c.elems, c.vec));
+  if (writes_i4(k) && c.vec % 2 != 0)
+    fail(fmt::format("vec = {}: an i4 output packs two elements a byte, so a thread's vectors must be even", c.vec));
   const int64_t grid = ceil_div(k.numel(), int64_t{c.threads} * c.elems);
   if (grid > kMaxGrid) fail(fmt::format("the grid needs {} blocks, more than the limit of {}", grid, kMaxGrid));
 }
@@ -70,7 +80,7 @@ std::vector<TileConfig> pointwise_candidates(const Kernel& k) {
   for (int threads : {64, 128, 256, 512, 1024})
     for (int elems : {1, 2, 4, 8, 16})
       for (int vec : {1, 2, 4, 8}) {
-        if (vec * bytes > kMaxVectorBytes || elems % vec != 0) continue;
+        if (vec * bytes > kMaxVectorBytes || elems % vec != 0 || (writes_i4(k) && vec % 2 != 0)) continue;
         if (ceil_div(k.numel(), int64_t{threads} * elems) > kMaxGrid) continue;
         out.push_back(TileConfig{threads, elems, vec});
       }
@@ -111,6 +121,7 @@ TileConfig pointwise_heuristic(const Kernel& k) {
   }
   while (c.threads > 64 && blocks() < kTargetSMs) c.threads /= 2;
   while (blocks() > kMaxGrid && c.threads < 1024) c.threads *= 2;  // sizes beyond 2^43 elements
+  if (writes_i4(k) && c.vec % 2 != 0) c.vec = c.elems = 2;  // whole bytes of the packed output
   return c;
 }
 

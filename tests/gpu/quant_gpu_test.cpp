@@ -163,6 +163,16 @@ TEST(QuantGpu, EveryGemvCandidatePassesItsCheck) {
   }
 }
 
+// An i4 view written out by a pointwise kernel packs two elements a byte: every candidate
+// (vectors of 2 to 8 nibbles, a tail where 60 elements do not fill a thread's vectors).
+TEST(QuantGpu, I4ViewsWrittenByAKernelMatchTheReference) {
+  KILN_REQUIRE_GPU();
+  kiln::Graph g("t");
+  g.output(kiln::transpose(g.input("w", DType::i4, {6, 10}), {1, 0}));
+  gpu_test::every_candidate_passes(g.ir());
+  expect_matches_reference(g.ir());
+}
+
 // Weights in the interleaved layout (passes/dequant_fold.h) on the gemv: every format at one,
 // five and sixteen rows, whole and clamped column tiles, zero points; a spread of candidates
 // (rings, splits); and more rows, where the transpose runs as its own kernel.

@@ -100,6 +100,34 @@ TEST(QuantLowering, I8CastsAndI4LoadsStayInPointwiseKernels) {
   test::expect_compiles(p.kernels, "storage_casts");
 }
 
+// A view of i4 weights that a kernel writes out (a transpose the gemm cannot read in place)
+// packs two elements a byte, as every reader of i4 expects: each thread's vectors are even,
+// and a config of odd vectors is rejected with the reason.
+TEST(QuantLowering, I4ViewsWrittenByAKernelPackTwoElementsAByte) {
+  kiln::Graph g("t");
+  g.output(kiln::transpose(g.input("w", i4, {6, 10}), {1, 0}));
+  const passes::Plan p = planned(g.ir());
+  ASSERT_EQ(p.kernels.size(), 1u);
+  ir::Kernel k = p.kernels[0];
+  EXPECT_EQ(k.config.vec % 2, 0) << k.config.str();
+  const std::string cuda = codegen::emit_cuda(k);
+  EXPECT_TRUE(contains(cuda, "<< 4)")) << cuda;
+  EXPECT_TRUE(contains(cuda, "& 15)")) << cuda;
+  test::expect_compiles(p.kernels, "i4_view");
+  for (const ir::TileConfig& c : ir::candidates(k)) EXPECT_EQ(c.vec % 2, 0) << c.str();
+  k.config.vec = 1;
+  k.config.elems = 1;
+  try {
+    ir::validate(k, k.config);
+    ADD_FAILURE() << "a config of single elements was accepted";
+  } catch (const Error& e) {
+    EXPECT_TRUE(contains(e.what(), "packs two elements a byte")) << e.what();
+  }
+  k.config.vec = 8;  // a tail of four elements: 60 is not a multiple of 8
+  k.config.elems = 8;
+  EXPECT_TRUE(contains(codegen::emit_cuda(k), "unsigned char w1[8] = {};"));
+}
+
 // Registers and spills of one compile, from ptxas -v.
 int spill_bytes(const ir::Kernel& k, const std::string& arch) {
   const ir::TargetScope target(arch);
