@@ -10,7 +10,7 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv | tee $R/smi.txt
 timeout 120 build/tests/kiln_gpu_tests --gtest_filter='QuantGpu.I4ViewsWrittenByAKernelMatchTheReference:QuantGpu.InterleavedWeightsOnTheGemv' > $R/tests.txt 2>&1
 echo "tests rc=$?"; grep -E "^\[  (PASSED|FAILED)|^\[       OK|Failure" $R/tests.txt | head
 for i in 1 2; do for f in w4g128 w4g128-interleaved w8 w8-interleaved; do
-  timeout 40 build/bin/kiln tune --max-seconds 8 bench/cases/quant/$f.kiln > $R/tune-$f-$i.txt 2>&1
+  timeout 25 build/bin/kiln tune --max-seconds 5 bench/cases/quant/$f.kiln > $R/tune-$f-$i.txt 2>&1
   echo "== $f $i"
   grep -E 'bn = 32, bk = (128|64), warps_n = 8, split_k = 1\}' $R/tune-$f-$i.txt | head -1 | cut -c1-120
   grep -E "^\*" $R/tune-$f-$i.txt | cut -c1-120
