@@ -286,23 +286,21 @@ private:
       args.push_back(read(i, at));
     }
     for (const Access& a : indices_) args.push_back(a.mode == Mode::Contiguous ? "i" : offset(a.strides, "e"));
-    std::string packed;  // i4 outputs: the nibbles gathered, then stored a byte at a time
+    std::string gathered, packed;  // i4 outputs: the nibbles gathered, then stored a byte at a time
     for (int i : outputs_) {
       if (k_.args[i].type.dtype != DType::i4) {
         args.push_back(fmt::format("{}[i]", param_[i]));
         continue;
       }
       args.push_back(fmt::format("w{}[j]", i));
+      gathered += fmt::format("{}unsigned char w{}[{}] = {{}};\n", in, i, vec_);
       packed += fmt::format("{}for (int j = 0; j < {} && base + ({})j < n; j += 2)\n", in, vec_, idx_);
       packed += fmt::format("{}  {}[(base + ({})j) / 2] = (unsigned char)(w{}[j] | (base + ({})j + 1 < n ? w{}[j + 1] "
                             "<< 4 : 0));\n",
                             in, param_[i], idx_, i, idx_, i);
     }
-    std::string s0;
-    for (int i : outputs_)
-      if (k_.args[i].type.dtype == DType::i4) s0 += fmt::format("{}unsigned char w{}[{}] = {{}};\n", in, i, vec_);
     s += body + call(args);
-    return s0 + s + in + "}\n" + packed;
+    return gathered + s + in + "}\n" + packed;
   }
 
   std::string entry() const {

@@ -37,7 +37,7 @@ void verify_dequant(const Kernel& k, bool operand_a, const Fail& fail) {
   const GemmLayout l = gemm_layout(k, false);
   if (op.dequant.interleave != 0) {
     // [N / 8, K / E, 8, E]: the 16-byte pieces of 8 rows side by side (E elements each).
-    const int64_t e = w.type.dtype == DType::i4 ? 32 : 16;
+    const int64_t e = gemm_piece_elems(w.type.dtype);
     const Shape pieces{g.n / 8, g.k / e, 8, e};
     if (op.dequant.interleave != 8 || g.n % 8 != 0 || g.k % e != 0 || w.type.shape != pieces || !l.k_contiguous ||
         l.ld != g.k)
@@ -66,6 +66,8 @@ void verify_dequant(const Kernel& k, bool operand_a, const Fail& fail) {
 }
 
 }  // namespace
+
+int gemm_piece_elems(DType stored) { return 128 / dtype_bits(stored); }
 
 bool gemm_rows_of_k(const Kernel& k, bool operand_a) {
   const GemmLayout l = gemm_layout(k, operand_a);

@@ -84,6 +84,9 @@ GemmLayout gemm_layout(const Kernel& k, bool operand_a);
 // Whether an operand is one matrix stored as whole rows of K (K contiguous, rows K apart,
 // no batch dim it moves with): what the decoding schedules (gemv, dequant_wgmma) stream.
 bool gemm_rows_of_k(const Kernel& k, bool operand_a);
+// The elements of one 16-byte piece of a stored operand: 32 i4, 16 i8, 8 f16 / bf16. The
+// gemv's lanes load whole pieces, and the interleaved layout sets them side by side.
+int gemm_piece_elems(DType stored);
 // Whether an operand can move from memory to shared memory as 16-byte copies that
 // bypass registers (cp.async): it has no prologue, and every 16-byte chunk along its
 // contiguous dim starts aligned and lies wholly inside the matrix (the contiguous

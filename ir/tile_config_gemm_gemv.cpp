@@ -38,8 +38,7 @@ int unroll_of(const Kernel& k, const TileConfig& c) { return c.bk / (4 * gemv_la
 }  // namespace
 
 int gemv_lane_elems(const Kernel& k) {
-  const DType w = k.args.at(static_cast<size_t>(k.gemm.b.arg)).type.dtype;
-  return w == DType::i4 ? 32 : w == DType::i8 ? 16 : 8;
+  return gemm_piece_elems(k.args.at(static_cast<size_t>(k.gemm.b.arg)).type.dtype);
 }
 
 int64_t gemv_sums_bytes(const TileConfig& c) { return int64_t{c.warps_n} * 16 * c.bn * 4; }

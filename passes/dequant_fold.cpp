@@ -1,5 +1,7 @@
 #include "passes/dequant_fold.h"
 
+#include "ir/kernel_gemm.h"
+
 namespace kiln::passes {
 
 namespace {
@@ -19,9 +21,17 @@ bool gemv_reads(const ir::Node& matmul, DType operand) {
   return a.rank() == 2 && a.dtype == operand && !matmul.attrs.get_bool("transpose_a") && a.shape[0] <= 16;
 }
 
-}  // namespace
+// Whether `w` is the interleaved layout of a graph input whose transpose and reshape
+// nothing else reads (so that folding them leaves no other kernel needing them).
+bool interleaved_weight_input(const ir::Graph& g, const std::vector<std::vector<ir::Node*>>& users,
+                              const ir::Value* w) {
+  if (!interleaved_weight_source(w)) return false;
+  const ir::Node* reshape = w->producer;
+  const ir::Node* transpose = reshape->operands[0]->producer;
+  return only_reader(g, users, transpose->result) == reshape && only_reader(g, users, reshape->result);
+}
 
-int64_t interleave_piece_elems(DType weight) { return weight == DType::i4 ? 32 : weight == DType::i8 ? 16 : 0; }
+}  // namespace
 
 const ir::Value* interleaved_weight_source(const ir::Value* w) {
   const ir::Node* reshape = w->producer;
@@ -33,26 +43,18 @@ const ir::Value* interleaved_weight_source(const ir::Value* w) {
   const ir::Value* wp = transpose->operands[0];
   if (wp->producer) return nullptr;
   const TensorType& p = wp->type;
-  const int64_t e = interleave_piece_elems(p.dtype);
-  if (e == 0 || p.rank() != 4 || p.shape[2] != 8 || p.shape[3] != e) return nullptr;
+  if (p.dtype != DType::i4 && p.dtype != DType::i8) return nullptr;
+  const int64_t e = ir::gemm_piece_elems(p.dtype);
+  if (p.rank() != 4 || p.shape[2] != 8 || p.shape[3] != e) return nullptr;
   if (w->type.shape != Shape{p.shape[0] * 8, p.shape[1] * e} || w->type.dtype != p.dtype) return nullptr;
-  return wp;
-}
-
-const ir::Value* interleaved_weight_input(const ir::Graph& g, const ir::Value* w) {
-  const ir::Value* wp = interleaved_weight_source(w);
-  if (!wp) return nullptr;
-  const ir::Node* reshape = w->producer;
-  const ir::Node* transpose = reshape->operands[0]->producer;
-  const std::vector<std::vector<ir::Node*>> users = g.users();
-  if (only_reader(g, users, transpose->result) != reshape || !only_reader(g, users, reshape->result)) return nullptr;
   return wp;
 }
 
 bool dequant_folds_into_matmul(const ir::Graph& g, const ir::Node& dequant) {
   if (dequant.op != ir::OpKind::Dequant) return false;
+  const std::vector<std::vector<ir::Node*>> users = g.users();
   const ir::Value* weight = dequant.operands[0];
-  const bool interleaved = weight->producer && interleaved_weight_input(g, weight);
+  const bool interleaved = weight->producer && interleaved_weight_input(g, users, weight);
   for (const ir::Value* u : dequant.operands)
     if (u->producer && !(u == weight && interleaved)) return false;
   const TensorType& w = weight->type;
@@ -61,10 +63,9 @@ bool dequant_folds_into_matmul(const ir::Graph& g, const ir::Node& dequant) {
   // K of 1 leaves the weight's layout ambiguous (both strides 1): such a dequant is expanded.
   if (w.rank() != 2 || w.shape[1] < 2 || (out != DType::f16 && out != DType::bf16)) return false;
   if (group % 8 != 0 && group != w.shape[1]) return false;
-  if (interleaved && group % interleave_piece_elems(w.dtype) != 0 && group != w.shape[1]) return false;
+  if (interleaved && group % ir::gemm_piece_elems(w.dtype) != 0 && group != w.shape[1]) return false;
   for (const ir::Value* o : g.outputs())
     if (o == dequant.result) return false;
-  const std::vector<std::vector<ir::Node*>> users = g.users();
   const std::vector<ir::Node*>& readers = users[static_cast<size_t>(dequant.result->id)];
   if (readers.empty()) return false;
   for (const ir::Node* r : readers) {

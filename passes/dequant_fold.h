@@ -22,17 +22,9 @@
 
 namespace kiln::passes {
 
-// The elements of one 16-byte piece of an i4 or i8 weight: the interleaved layout's E.
-int64_t interleave_piece_elems(DType weight);
-
 // The graph input `%wp` when `w` is `reshape(transpose(%wp, [0, 2, 1, 3]))` in the
-// interleaved layout above, whoever else reads the transpose and reshape; else nullptr.
+// interleaved layout above ([N / 8, K / E, 8, E] to [N, K], i4 or i8); else nullptr.
 const ir::Value* interleaved_weight_source(const ir::Value* w);
-
-// The graph input `%wp` when `w` is `reshape(transpose(%wp, [0, 2, 1, 3]))` in the
-// interleaved layout above ([N / 8, K / E, 8, E] to [N, K]), with the transpose and
-// reshape read by nothing else and not graph outputs; else nullptr.
-const ir::Value* interleaved_weight_input(const ir::Graph& g, const ir::Value* w);
 
 // Whether `dequant` folds into the gemm kernels of its readers: its operands are
 // graph inputs (or, for the weights, the interleaved layout of one), the weights a
@@ -40,7 +32,8 @@ const ir::Value* interleaved_weight_input(const ir::Graph& g, const ir::Value* w
 // elements or all of K (a gemm loads 8 elements of K at a time), and every reader a
 // matmul that reads it as its second operand with transpose_b. An interleaved weight
 // folds only where the gemv reads it: every reader a matrix of at most 16 rows of the
-// dequant's dtype, and the group whole pieces of E elements.
+// dequant's dtype, the group whole pieces of E elements, and the transpose and reshape
+// read by nothing else.
 bool dequant_folds_into_matmul(const ir::Graph& g, const ir::Node& dequant);
 
 }  // namespace kiln::passes

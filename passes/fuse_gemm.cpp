@@ -166,7 +166,7 @@ private:
       if (const Node* d = dequant_of(matmul)) {
         group.insert(d);
         // An interleaved weight's transpose and reshape become the gemv's addresses.
-        if (interleaved_weight_input(g_, d->operands[0])) {
+        if (interleaved_weight_source(d->operands[0])) {
           const Node* reshape = d->operands[0]->producer;
           group.insert(reshape);
           group.insert(reshape->operands[0]->producer);

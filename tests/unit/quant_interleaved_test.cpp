@@ -36,7 +36,7 @@ passes::Plan planned(const ir::Graph& graph) {
 // The packing a user runs on the host, on bytes: the 16-byte pieces of a row-major [N, K]
 // weight, [N / 8, 8, K / E, 16], reordered to [N / 8, K / E, 8, 16].
 std::vector<std::byte> interleave_bytes(const std::vector<std::byte>& rows, int64_t n, int64_t k, DType weights) {
-  const int64_t pieces = k / test::piece_elems(weights);
+  const int64_t pieces = k / ir::gemm_piece_elems(weights);
   std::vector<std::byte> out(rows.size());
   for (int64_t blk = 0; blk < n / 8; ++blk)
     for (int64_t r = 0; r < 8; ++r)
@@ -58,7 +58,7 @@ TEST(QuantInterleaved, PackedBytesGiveTheReferencesProductBitForBit) {
     std::vector<HostTensor> in = ir::random_inputs(rows, 11);
     std::vector<HostTensor> in_packed = in;
     const TensorType wp = packed.inputs()[1]->type;
-    ASSERT_EQ(wp.shape, (Shape{3, 128 / test::piece_elems(weights), 8, test::piece_elems(weights)}));
+    ASSERT_EQ(wp.shape, (Shape{3, 128 / ir::gemm_piece_elems(weights), 8, ir::gemm_piece_elems(weights)}));
     in_packed[1] = HostTensor::from_bytes(wp, interleave_bytes(in[1].to_bytes(), q.n, q.k, weights).data());
     EXPECT_NE(in_packed[1].values, in[1].values);  // the layouts differ element by element
     const std::vector<HostTensor> want = ir::evaluate(rows, in);

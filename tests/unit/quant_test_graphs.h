@@ -2,6 +2,7 @@
 // y = silu(x @ dequant(w, s[, z])^T + bias) in the weight format and shape asked for.
 #pragma once
 #include "frontend/kiln.h"
+#include "ir/kernel_gemm.h"
 
 namespace kiln::test {
 
@@ -16,15 +17,12 @@ struct Quant {
   bool interleaved = false;
 };
 
-// The elements of one 16-byte piece of a weight.
-inline int64_t piece_elems(DType weights) { return weights == DType::i4 ? 32 : 16; }
-
 inline kiln::Graph quant_linear(const Quant& q) {
   kiln::Graph g("q");
   auto x = g.input("x", q.act, {q.m, q.k});
   kiln::Tensor w;
   if (q.interleaved) {
-    const int64_t e = piece_elems(q.weights);
+    const int64_t e = ir::gemm_piece_elems(q.weights);
     auto wp = g.input("wp", q.weights, {q.n / 8, q.k / e, 8, e});
     w = kiln::reshape(kiln::transpose(wp, {0, 2, 1, 3}), {q.n, q.k});
   } else {
