@@ -38,6 +38,17 @@
 // each accumulator (one element a call: the accumulators' columns are activation rows);
 // with split K each slice writes fp32 partials and the last slice of a column tile sums
 // them in slice order.
+//
+// The dequant_mma schedule is the same on mma.sync m16n8k16 (sm_80 and up): the A
+// fragment of one warp's 16 weight rows in a wgmma is the A fragment of an m16n8k16
+// product, register for register, so the copies, the ring, the dequantising and the B
+// tile stay as they are. Each warp owns its own 16 x frags weight rows and multiplies
+// them against all bm activation rows: per k16, its fragments once, then ldmatrix brings
+// B's registers for two n8 tiles at a time from the B tile (chunks 2 kk and 2 kk + 1 of
+// each row, swizzled so that the 8 rows of a matrix fall in distinct banks) and every
+// (fragment, tile) pair is one product. The products are synchronous, so one barrier a
+// step covers both tiles: every warp has read step i - 1's tile before any thread passes
+// step i's barrier and rewrites it with step i + 1.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -64,9 +75,12 @@ public:
       : k_(k), c_(k.config), g_(k.gemm), params_(param_names(k)), epilogue_(k, params_, 1) {
     i4_ = k.args.at(static_cast<size_t>(g_.b.arg)).type.dtype == DType::i4;
     bf16_ = g_.operand_dtype == DType::bf16;
+    mma_ = c_.schedule == ir::kDequantMma;
     warpgroups_ = c_.warps_n / 4;
     threads_ = 32 * c_.warps_n;
-    frags_ = c_.bn / (64 * warpgroups_);
+    // m64 fragments a warpgroup (wgmma), or m16 fragments a warp (mma.sync).
+    frags_ = mma_ ? c_.bn / (16 * c_.warps_n) : c_.bn / (64 * warpgroups_);
+    tiles_ = c_.bm / 8;
     products_ = c_.bk / 16;
     pieces_ = c_.bk / 8;  // 16-byte pieces of an activation row a step
     x_step_ = int64_t{c_.bm} * c_.bk * 2;
@@ -91,8 +105,8 @@ public:
   std::string emit() const {
     std::string s = header();
     if (split_) s += scratch();
-    s += epilogue_.functions() + product_function() + pack_function() + signature() + setup() + lambdas() +
-         main_loop() + (split_ ? split_epilogue() : epilogue());
+    s += epilogue_.functions() + (mma_ ? "" : product_function()) + pack_function() + signature() + setup() +
+         lambdas() + (mma_ ? mma_main_loop() : main_loop()) + (split_ ? split_epilogue() : epilogue());
     return s + "}\n";
   }
 
@@ -105,12 +119,19 @@ private:
     const LaunchDims d = gemm_dequant_wgmma_launch_dims(k_);
     const ir::GemmDequant& dq = g_.b.dequant;
     std::string s = gemm_header_title(k_);
-    s += fmt::format("// Config {}:\n//   grid {} x {} blocks of {} threads ({} warpgroup{}), {} bytes of shared memory\n",
-                     c_.str(), d.grid[0], d.grid[1], d.block[0], warpgroups_, warpgroups_ == 1 ? "" : "s",
-                     d.shared_bytes);
-    s += fmt::format("//   schedule dequant_wgmma: y^T = dequant(w) x^T; each warpgroup owns {} weight rows as {} wgmma "
-                     "m64n{}k16 fragment{} (A from registers, dequantised there), the {} activation rows (of {}) are N\n",
-                     64 * frags_, frags_, c_.bm, frags_ == 1 ? "" : "s", c_.bm, g_.m);
+    const int groups = mma_ ? c_.warps_n : warpgroups_;
+    s += fmt::format("// Config {}:\n//   grid {} x {} blocks of {} threads ({} {}{}), {} bytes of shared memory\n",
+                     c_.str(), d.grid[0], d.grid[1], d.block[0], groups, mma_ ? "warp" : "warpgroup",
+                     groups == 1 ? "" : "s", d.shared_bytes);
+    if (mma_)
+      s += fmt::format("//   schedule dequant_mma: y^T = dequant(w) x^T; each warp owns {} weight rows as {} mma.sync "
+                       "m16n8k16 A fragment{} (dequantised in registers), against the {} activation rows (of {}) as {} "
+                       "tile{} of n8 (ldmatrix from the B tile)\n",
+                       16 * frags_, frags_, frags_ == 1 ? "" : "s", c_.bm, g_.m, tiles_, tiles_ == 1 ? "" : "s");
+    else
+      s += fmt::format("//   schedule dequant_wgmma: y^T = dequant(w) x^T; each warpgroup owns {} weight rows as {} wgmma "
+                       "m64n{}k16 fragment{} (A from registers, dequantised there), the {} activation rows (of {}) are N\n",
+                       64 * frags_, frags_, c_.bm, frags_ == 1 ? "" : "s", c_.bm, g_.m);
     s += fmt::format("//   B %{}: {} weights [N, K], (w - z) * s with scales %{}{} per {} elements of K, {}\n",
                      k_.args[static_cast<size_t>(g_.b.arg)].name, i4_ ? "i4" : "i8",
                      k_.args[static_cast<size_t>(dq.scale)].name,
@@ -182,7 +203,8 @@ private:
     s += fmt::format("  const unsigned b_tiles = smem, x_ring = smem + {}u, w_ring = x_ring + {}u;\n", 2 * x_step_,
                      c_.stages * x_step_);
     s += "  unsigned char* const smem_bytes = kiln_smem + (smem - (unsigned)__cvta_generic_to_shared(kiln_smem));\n";
-    s += "  const int tid = (int)threadIdx.x, lane = tid & 31, warp = (tid >> 5) & 3, warpgroup = tid >> 7;\n";
+    if (mma_) s += "  const int tid = (int)threadIdx.x, lane = tid & 31, warp = tid >> 5;\n";
+    else s += "  const int tid = (int)threadIdx.x, lane = tid & 31, warp = (tid >> 5) & 3, warpgroup = tid >> 7;\n";
     s += "  const int g = lane >> 2, t = lane & 3;  // fragment row, and the piece of K this thread copies\n";
     s += fmt::format("  const int n0 = (int)blockIdx.x * {};\n", c_.bn);
     s += "  [[maybe_unused]] const unsigned batch = 0;\n";
@@ -192,13 +214,13 @@ private:
     } else {
       s += fmt::format("  constexpr int k_begin = 0, steps = {};\n", g_.k / c_.bk);
     }
-    s += fmt::format("  // This thread's weight rows: rows g and g + 8 of its warp's 16 in each m64 fragment\n"
-                     "  // (clamped to the last row: rows past N are computed and dropped).\n");
+    s += fmt::format("  // This thread's weight rows: rows g and g + 8 of its warp's 16 in each {} fragment\n"
+                     "  // (clamped to the last row: rows past N are computed and dropped).\n", mma_ ? "m16" : "m64");
     s += fmt::format("  const unsigned char* w_src[{}][2];\n  long long s_row[{}][2];\n  bool w_in[{}][2];\n", frags_,
                      frags_, frags_);
     s += fmt::format("#pragma unroll\n  for (int f = 0; f < {}; ++f)\n#pragma unroll\n    for (int r = 0; r < 2; ++r) {{\n",
                      frags_);
-    s += fmt::format("      const int row = n0 + warpgroup * {} + f * 64 + warp * 16 + g + 8 * r;\n", 64 * frags_);
+    s += fmt::format("      const int row = n0 + {} + g + 8 * r;\n", fragment_row());
     s += fmt::format("      w_in[f][r] = row < {};\n", g_.n);
     s += fmt::format("      const long long clamped = (long long)min(row, {});\n", g_.n - 1);
     s += fmt::format("      w_src[f][r] = reinterpret_cast<const unsigned char*>({}) + clamped * {}ll + k_begin / {} + t * 16;\n",
@@ -206,10 +228,17 @@ private:
     s += fmt::format("      s_row[f][r] = clamped * {}ll;\n", groups());
     s += "    }\n";
     (void)dq;
-    s += fmt::format("  float acc[{}][{}];\n", frags_, c_.bm / 2);
-    s += fmt::format("#pragma unroll\n  for (int f = 0; f < {}; ++f)\n#pragma unroll\n    for (int i = 0; i < {}; ++i) "
-                     "acc[f][i] = 0.0f;\n",
-                     frags_, c_.bm / 2);
+    if (mma_) {  // a product's four accumulators per (fragment, n8 tile)
+      s += fmt::format("  float acc[{}][{}][4];\n", frags_, tiles_);
+      s += fmt::format("#pragma unroll\n  for (int f = 0; f < {}; ++f)\n#pragma unroll\n    for (int j = 0; j < {}; ++j)\n"
+                       "#pragma unroll\n      for (int i = 0; i < 4; ++i) acc[f][j][i] = 0.0f;\n",
+                       frags_, tiles_);
+    } else {
+      s += fmt::format("  float acc[{}][{}];\n", frags_, c_.bm / 2);
+      s += fmt::format("#pragma unroll\n  for (int f = 0; f < {}; ++f)\n#pragma unroll\n    for (int i = 0; i < {}; ++i) "
+                       "acc[f][i] = 0.0f;\n",
+                       frags_, c_.bm / 2);
+    }
     return s;
   }
 
@@ -365,7 +394,7 @@ private:
                      "(((chunk & 7) ^ r) << 4) + tt * 4) = pair;\n",
                      c_.bm * 128);
     s += "      }\n    }\n";
-    s += "    asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");  // visible to wgmma's reads\n";
+    if (!mma_) s += "    asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");  // visible to wgmma's reads\n";
     s += "  };\n";
     return s;
   }
@@ -425,6 +454,79 @@ private:
     return s + "    kiln_wgmma_commit();\n";
   }
 
+  // Step i's B tile, this thread's weight pieces from its own slots, and their scales.
+  std::string step_reads() const {
+    std::string s = fmt::format("    const unsigned tile = b_tiles + (unsigned)(i & 1) * {}u;\n", x_step_);
+    s += fmt::format("    uint4 w[{}][2];  // this step's pieces, from this thread's own slots\n", frags_);
+    s += fmt::format("#pragma unroll\n    for (int f = 0; f < {}; ++f)\n#pragma unroll\n      for (int r = 0; r < 2; ++r)\n",
+                     frags_);
+    s += fmt::format("        w[f][r] = *reinterpret_cast<const uint4*>(smem_bytes + (w_ring - smem) + (i % {}) * {}u + "
+                     "((f * 2 + r) * {} + tid) * 16u);\n",
+                     c_.stages, w_slot_, threads_);
+    return s + word_reads();
+  }
+
+  // dequant_mma's product kk of a step: each fragment's A registers dequantised once (as
+  // product_code's), B's registers of every n8 tile by ldmatrix, then a product for each
+  // (fragment, tile) pair.
+  std::string mma_product_code(int kk) const {
+    const int q = i4_ ? kk / 2 : kk, first = i4_ ? 2 * (kk % 2) : 0;
+    std::string s = fmt::format("    {{  // product {} of the step: word {} of each piece, pairs {} and {}\n", kk, q,
+                                first, first + 1);
+    s += fmt::format("      unsigned a[{}][4];\n", frags_);
+    s += fmt::format("#pragma unroll\n      for (int f = 0; f < {}; ++f) {{\n", frags_);
+    for (int reg = 0; reg < 4; ++reg) {
+      const int r = reg & 1, pair = first + (reg >> 1);
+      s += fmt::format("        a[f][{}] = {};\n", reg, pair_code(fmt::format("w[f][{}].{}", r, kWords[q]), pair, "f", r));
+    }
+    s += "      }\n";
+    // Chunks 2 kk and 2 kk + 1 of every row: in the 128-byte row block kk / 4, at chunk
+    // (2 kk) % 8 of the row, XOR the lane's swizzle.
+    s += fmt::format("      const unsigned b_at = tile + {}u + b_lane + ((b_swizzle ^ {}u) << 4);\n",
+                     (kk / 4) * c_.bm * 128, (2 * kk) % 8);
+    s += fmt::format("      unsigned b[{}][4];  // tiles 2 p and 2 p + 1: chunk 2 kk, then 2 kk + 1\n", (tiles_ + 1) / 2);
+    for (int j = 0; j < tiles_; j += 2) {
+      if (j + 1 < tiles_) s += fmt::format("      kiln_ldmatrix_x4(b[{}], b_at + {}u);\n", j / 2, j * 1024);
+      else s += fmt::format("      kiln_ldmatrix_x2(b[{}][0], b[{}][1], b_at + {}u);\n", j / 2, j / 2, j * 1024);
+    }
+    s += fmt::format("#pragma unroll\n      for (int f = 0; f < {}; ++f)\n#pragma unroll\n        for (int j = 0; j < {}; ++j)\n",
+                     frags_, tiles_);
+    s += fmt::format("          kiln_mma_{}(acc[f][j], a[f], b[j >> 1][(j & 1) * 2], b[j >> 1][(j & 1) * 2 + 1]);\n", type());
+    return s + "    }\n";
+  }
+
+  // dequant_mma's loop: main_loop's steps with synchronous products, so one barrier a step.
+  std::string mma_main_loop() const {
+    std::string s;
+    s += fmt::format("  // Fill the ring {} steps deep.\n", ahead_);
+    s += fmt::format("#pragma unroll 1\n  for (int i = 0; i < {}; ++i) copy_step(i);\n", ahead_);
+    s += fmt::format("  kiln_copy_async_wait_group<{}>();  // step 0 has landed\n", ahead_ - 1);
+    s += "  __syncthreads();\n";
+    s += "  permute_step(0, b_tiles);\n";
+    s += "  // ldmatrix's rows: lanes 8 q .. 8 q + 7 address matrix q, row lane % 8 of n8 tile 2 p + q / 2 at\n";
+    s += "  // chunk 2 kk + q % 2, whose 16 bytes sit at chunk (chunk ^ row) % 8 of the row's 128.\n";
+    s += "  const unsigned b_lane = (unsigned)(((lane >> 4) * 8 + (lane & 7)) * 128);\n";
+    s += "  const unsigned b_swizzle = (unsigned)(((lane >> 3) & 1) ^ (lane & 7));\n";
+    s += "#pragma unroll 1\n  for (int i = 0; i < steps; ++i) {\n";
+    s += fmt::format("    kiln_copy_async_wait_group<{}>();  // this thread's copies of step i + 1 have landed\n",
+                     ahead_ - 2);
+    s += "    __syncthreads();  // every thread's; step i's B tile is written, step i - 1's read by every warp\n";
+    s += fmt::format("    copy_step(i + {});  // into the slot that step i - 1 used\n", ahead_);
+    s += step_reads();
+    for (int kk = 0; kk < products_; ++kk) s += mma_product_code(kk);
+    s += fmt::format("    if (i + 1 < steps) permute_step(i + 1, b_tiles + (unsigned)((i + 1) & 1) * {}u);\n", x_step_);
+    return s + "  }\n";
+  }
+
+  // The first of this thread's weight rows in fragment f (code, before g and 8 r).
+  std::string fragment_row() const {
+    if (mma_) return fmt::format("warp * {} + f * 16", 16 * frags_);
+    return fmt::format("warpgroup * {} + f * 64 + warp * 16", 64 * frags_);
+  }
+
+  // Accumulator e of fragment f (e = 4 j + i: n8 tile j, register i).
+  std::string acc_at() const { return mma_ ? "acc[f][e >> 2][e & 3]" : "acc[f][e]"; }
+
   std::string main_loop() const {
     std::string s;
     s += fmt::format("  // Fill the ring {} steps deep.\n", ahead_);
@@ -438,14 +540,7 @@ private:
                      ahead_ - 2);
     s += "    __syncthreads();  // every thread's: and step i's B tile is written\n";
     s += fmt::format("    copy_step(i + {});  // into the slot that step i - 1 used\n", ahead_);
-    s += fmt::format("    const unsigned tile = b_tiles + (unsigned)(i & 1) * {}u;\n", x_step_);
-    s += fmt::format("    uint4 w[{}][2];  // this step's pieces, from this thread's own slots\n", frags_);
-    s += fmt::format("#pragma unroll\n    for (int f = 0; f < {}; ++f)\n#pragma unroll\n      for (int r = 0; r < 2; ++r)\n",
-                     frags_);
-    s += fmt::format("        w[f][r] = *reinterpret_cast<const uint4*>(smem_bytes + (w_ring - smem) + (i % {}) * {}u + "
-                     "((f * 2 + r) * {} + tid) * 16u);\n",
-                     c_.stages, w_slot_, threads_);
-    s += word_reads();
+    s += step_reads();
     for (int kk = 0; kk < products_; ++kk) s += product_code(kk);
     s += "    // This warpgroup's products of step i - 1 have finished (the waits above leave step i's\n";
     s += "    // in flight): their B tile takes step i + 1.\n";
@@ -463,15 +558,14 @@ private:
   std::string element_loop(const std::string& body) const {
     std::string s = fmt::format("#pragma unroll\n  for (int f = 0; f < {}; ++f)\n#pragma unroll\n    for (int e = 0; e < {}; ++e) {{\n",
                                 frags_, c_.bm / 2);
-    s += fmt::format("      const int n = n0 + warpgroup * {} + f * 64 + warp * 16 + g + ((e & 2) ? 8 : 0);\n",
-                     64 * frags_);
+    s += fmt::format("      const int n = n0 + {} + g + ((e & 2) ? 8 : 0);\n", fragment_row());
     s += "      const int m = (e >> 2) * 8 + 2 * t + (e & 1);\n";
     return s + body + "    }\n";
   }
 
   std::string epilogue() const {
     std::string s = "  // The epilogue on each accumulator: output row m (an activation row), column n (a weight row).\n";
-    s += element_loop("      const float values[1] = {acc[f][e]};\n      " + epilogue_.call("m", "n", "values"));
+    s += element_loop("      const float values[1] = {" + acc_at() + "};\n      " + epilogue_.call("m", "n", "values"));
     return s;
   }
 
@@ -479,8 +573,8 @@ private:
     const int64_t matrix = g_.m * g_.n;
     std::string s = "  // This slice's partial sums, then the column tile's ticket.\n";
     s += fmt::format("  float* const partials = {} + (long long)blockIdx.y * {}ll;\n", name("partials"), matrix);
-    s += element_loop(fmt::format("      if (m < {} && n < {}) partials[(long long)m * {} + n] = acc[f][e];\n", g_.m, g_.n,
-                                  g_.n));
+    s += element_loop(fmt::format("      if (m < {} && n < {}) partials[(long long)m * {} + n] = {};\n", g_.m, g_.n,
+                                  g_.n, acc_at()));
     s += "  __shared__ int last_slice;\n  __syncthreads();  // the partials are written before the ticket is taken\n";
     s += "  if (tid == 0) {\n";
     s += fmt::format("    last_slice = kiln_take_ticket(&{}[blockIdx.x]) == {}u;\n", name("tickets"), c_.split_k - 1);
@@ -503,7 +597,8 @@ private:
   std::vector<std::string> params_;
   GemmEpilogue epilogue_;
   bool i4_ = true, bf16_ = false, split_ = false, zero_ = false, integer_zero_ = true, packed_ = true;
-  int warpgroups_ = 1, threads_ = 128, frags_ = 1, products_ = 8, pieces_ = 16, ahead_ = 2, words_ = 1;
+  bool mma_ = false;  // dequant_mma: mma.sync products, each warp its own m16 fragments
+  int warpgroups_ = 1, threads_ = 128, frags_ = 1, tiles_ = 1, products_ = 8, pieces_ = 16, ahead_ = 2, words_ = 1;
   int64_t x_step_ = 0, w_slot_ = 0, slice_ = 0, col_tiles_ = 0;
   DType scale_dtype_ = DType::f16;
 };

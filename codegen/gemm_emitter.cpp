@@ -274,7 +274,7 @@ LaunchDims gemm_launch_dims(const ir::Kernel& k) {
   if (c.bm <= 0 || c.bn <= 0) throw Error(fmt::format("kernel @{} has no gemm tile config", k.name));
   if (c.schedule == ir::kWgmma) return gemm_wgmma_launch_dims(k);
   if (c.schedule == ir::kGemv) return gemm_gemv_launch_dims(k);
-  if (c.schedule == ir::kDequantWgmma) return gemm_dequant_wgmma_launch_dims(k);
+  if (c.schedule == ir::kDequantWgmma || c.schedule == ir::kDequantMma) return gemm_dequant_wgmma_launch_dims(k);
   LaunchDims d;
   d.grid[0] = static_cast<unsigned>(ceil_div(k.gemm.m, c.bm) * ceil_div(k.gemm.n, c.bn));
   d.grid[1] = static_cast<unsigned>(ir::gemm_batch_count(k.gemm));
@@ -291,7 +291,7 @@ std::string emit_gemm(const ir::Kernel& k) {
     throw Error(fmt::format("kernel @{}: its name must be a C identifier to name a CUDA function", k.name));
   if (k.config.schedule == ir::kWgmma) return emit_gemm_wgmma(k);
   if (k.config.schedule == ir::kGemv) return emit_gemm_gemv(k);
-  if (k.config.schedule == ir::kDequantWgmma) return emit_gemm_dequant_wgmma(k);
+  if (k.config.schedule == ir::kDequantWgmma || k.config.schedule == ir::kDequantMma) return emit_gemm_dequant_wgmma(k);
   return GemmEmitter(k).emit();
 }
 

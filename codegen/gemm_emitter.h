@@ -35,7 +35,9 @@ std::string gemv_helper_definitions(const std::string& code);
 
 // The dequant_wgmma schedule (codegen/gemm_dequant_wgmma_emitter.cpp): up to 128 rows
 // against a dequantised weight, y^T = dequant(w) x^T on wgmma with the weight dequantised
-// in registers as the A operand. Grid x: column tiles of bn weight rows; y: K slices.
+// in registers as the A operand; and the dequant_mma schedule, the same on mma.sync (sm_80
+// and up) with each warp's own weight rows. Grid x: column tiles of bn weight rows; y: K
+// slices.
 std::string emit_gemm_dequant_wgmma(const ir::Kernel& k);
 LaunchDims gemm_dequant_wgmma_launch_dims(const ir::Kernel& k);
 

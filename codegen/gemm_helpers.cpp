@@ -67,6 +67,11 @@ constexpr DeviceHelper kGemmHelpers[] = {
      "static __device__ __forceinline__ void kiln_ldmatrix_x4(unsigned (&r)[4], unsigned shared_addr) {\n"
      "  asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\"\n"
      "               : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(shared_addr) : \"memory\");\n}\n"},
+    // Two 8x8 matrices (lanes 0..15 address their rows), as the first two of kiln_ldmatrix_x4.
+    {"kiln_ldmatrix_x2",
+     "static __device__ __forceinline__ void kiln_ldmatrix_x2(unsigned& r0, unsigned& r1, unsigned shared_addr) {\n"
+     "  asm volatile(\"ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\"\n"
+     "               : \"=r\"(r0), \"=r\"(r1) : \"r\"(shared_addr) : \"memory\");\n}\n"},
     {"kiln_ldmatrix_x4_trans",
      "static __device__ __forceinline__ void kiln_ldmatrix_x4_trans(unsigned (&r)[4], unsigned shared_addr) {\n"
      "  asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\"\n"

@@ -48,7 +48,7 @@ constexpr Field kFields[] = {
     {"warps", &TileConfig::warps},
 };
 
-constexpr std::string_view kScheduleNames[] = {"", "mma_sync", "simt", "wgmma", "gemv", "dequant_wgmma"};
+constexpr std::string_view kScheduleNames[] = {"", "mma_sync", "simt", "wgmma", "gemv", "dequant_wgmma", "dequant_mma"};
 
 bool is_schedule(const Field& f) { return f.member == &TileConfig::schedule; }
 
@@ -99,7 +99,7 @@ TileConfig TileConfig::from_attrs(const Attrs& attrs) {
       const std::string& name = std::get<std::string>(value);
       auto at = std::find(std::begin(kScheduleNames) + 1, std::end(kScheduleNames), name);
       if (at == std::end(kScheduleNames))
-        throw Error(fmt::format("tile config: unknown schedule \"{}\" (known: mma_sync, simt, wgmma, gemv)", name));
+        throw Error(fmt::format("tile config: unknown schedule \"{}\" (known: mma_sync, simt, wgmma, gemv, dequant_wgmma, dequant_mma)", name));
       c.schedule = static_cast<int>(at - std::begin(kScheduleNames));
       continue;
     }

@@ -95,9 +95,19 @@ struct TileConfig {
 // (wgmma, sm_90a) on tiles that the copy engine (TMA) loads, or, for products of a few
 // rows against a weight (decoding), mma.sync fed straight from registers (gemv), or, for
 // up to 128 rows against a dequantised weight, wgmma with the weight dequantised in
-// registers as its A operand (dequant_wgmma, sm_90a). Printed by name.
-enum GemmSchedule : int { kNoSchedule = 0, kMmaSync = 1, kSimt = 2, kWgmma = 3, kGemv = 4, kDequantWgmma = 5 };
-std::string_view gemm_schedule_name(int schedule);  // "mma_sync", "simt", "wgmma", "gemv", "dequant_wgmma"
+// registers as its A operand (dequant_wgmma, sm_90a), or the same on mma.sync with each
+// warp's own weight rows (dequant_mma, sm_80 and up). Printed by name.
+enum GemmSchedule : int {
+  kNoSchedule = 0,
+  kMmaSync = 1,
+  kSimt = 2,
+  kWgmma = 3,
+  kGemv = 4,
+  kDequantWgmma = 5,
+  kDequantMma = 6
+};
+// "mma_sync", "simt", "wgmma", "gemv", "dequant_wgmma", "dequant_mma"
+std::string_view gemm_schedule_name(int schedule);
 
 // The attention kind's rules (ir/tile_config_attention.cpp).
 void validate_attention(const Kernel& k, const TileConfig& config);
@@ -263,5 +273,15 @@ int dequant_wgmma_span(const Kernel& k);    // K elements of a thread's 16-byte 
 int dequant_wgmma_tokens(const Kernel& k);  // bm: M rounded up to 8
 int64_t dequant_wgmma_shared_bytes(const Kernel& k, const TileConfig& config);
 int64_t dequant_wgmma_held_registers(const Kernel& k, const TileConfig& config);
+
+// The dequant_mma schedule's rules (the same file): dequant_wgmma's layout of the ring,
+// the steps and the permuted B tile, with the products on mma.sync m16n8k16, so sm_80
+// and up: each warp owns bn / warps_n weight rows (one to four m16 fragments) and
+// multiplies them against all bm activation rows (bm / 8 n8 tiles, read by ldmatrix).
+bool gemm_dequant_mma_applies(const Kernel& k);
+void validate_gemm_dequant_mma(const Kernel& k, const TileConfig& config);
+std::vector<TileConfig> gemm_dequant_mma_sweep(const Kernel& k);
+TileConfig gemm_dequant_mma_heuristic(const Kernel& k);
+int64_t dequant_mma_held_registers(const Kernel& k, const TileConfig& config);
 
 }  // namespace kiln::ir

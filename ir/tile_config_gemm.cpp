@@ -55,7 +55,7 @@ int64_t output_tiles(const Kernel& k, int bm, int bn) {
 
 int gemm_threads(const TileConfig& c) {
   if (c.schedule == kWgmma) return wgmma_threads(c);
-  if (c.schedule == kGemv || c.schedule == kDequantWgmma) return 32 * c.warps_n;
+  if (c.schedule == kGemv || c.schedule == kDequantWgmma || c.schedule == kDequantMma) return 32 * c.warps_n;
   return c.schedule == kSimt ? kSimtThreads : 32 * c.warps_m * c.warps_n;
 }
 
@@ -111,7 +111,7 @@ bool gemm_dequant_packed(const Kernel& k, const TileConfig& c) {
 int64_t gemm_shared_bytes(const Kernel& k, const TileConfig& c) {
   if (c.schedule == kWgmma) return wgmma_shared_bytes(k, c);
   if (c.schedule == kGemv) return gemv_shared_bytes(k, c);
-  if (c.schedule == kDequantWgmma) return dequant_wgmma_shared_bytes(k, c);
+  if (c.schedule == kDequantWgmma || c.schedule == kDequantMma) return dequant_wgmma_shared_bytes(k, c);
   const int64_t esize = dtype_bytes(k.gemm.operand_dtype);
   int64_t pipeline = int64_t{c.stages} * (int64_t{c.bm} + c.bn) * c.bk * esize;
   if (gemm_dequant_packed(k, c))
@@ -145,6 +145,10 @@ void validate_gemm(const Kernel& k, const TileConfig& c) {
     validate_gemm_dequant_wgmma(k, c);
     return;
   }
+  if (c.schedule == kDequantMma) {
+    validate_gemm_dequant_mma(k, c);
+    return;
+  }
   if (c.schedule == kWgmma) {
     validate_gemm_wgmma(k, c);
     if (c.group < 1 || c.group > 64) fail("group must be 1 to 64 tile rows");
@@ -159,7 +163,7 @@ void validate_gemm(const Kernel& k, const TileConfig& c) {
     fail("schedule mma_sync multiplies f16, bf16 or TF32 operands; exact f32 products take schedule simt");
   if (c.schedule == kSimt && tensor_cores)
     fail(fmt::format("schedule simt multiplies exact f32; {} products take schedule mma_sync", gemm_compute_name(g)));
-  if (c.schedule != kMmaSync && c.schedule != kSimt) fail("a gemm config needs schedule mma_sync, simt, wgmma, gemv or dequant_wgmma");
+  if (c.schedule != kMmaSync && c.schedule != kSimt) fail("a gemm config needs schedule mma_sync, simt, wgmma, gemv, dequant_wgmma or dequant_mma");
   const int esize = dtype_bytes(g.operand_dtype);
   if (c.schedule == kMmaSync) {
     if (c.warps_m < 1 || c.warps_n < 1 || c.warps_m * c.warps_n > 8)
@@ -293,6 +297,7 @@ std::vector<TileConfig> gemm_sweep(const Kernel& k) {
   }
   for (const TileConfig& c : gemm_gemv_sweep(k)) out.push_back(c);
   for (const TileConfig& c : gemm_dequant_wgmma_sweep(k)) out.push_back(c);
+  for (const TileConfig& c : gemm_dequant_mma_sweep(k)) out.push_back(c);
   const int esize = dtype_bytes(g.operand_dtype);
   for (const MmaShape& s : kMmaShapes) {
     if (!fits(g.m, s.bm) || !fits(g.n, s.bn)) continue;
@@ -360,6 +365,19 @@ TileConfig gemm_heuristic(const Kernel& k) {
   }
   // Dequantised weights for a few rows: the weight's bytes are the time; gemv streams them.
   if (g.b.dequant.active() && gemm_gemv_applies(k)) return gemm_gemv_heuristic(k);
+  // More rows against a dequantised weight: dequant_mma, the weight dequantised in
+  // registers as mma.sync's A operand and multiplied against every activation row from
+  // shared memory, so that each weight pair dequantised feeds bm / 8 products (predicted
+  // near the products' time at 64 x 8192 x 8192, against 52 us for mma_sync's dequantising
+  // load stage on an H100, bench/NOTES.md).
+  // Where no config fits (128 rows on sm_80: the activations' ring outgrows 163 KB), the
+  // mma_sync rule below.
+  if (g.b.dequant.active() && gemm_dequant_mma_applies(k)) {
+    try {
+      return gemm_dequant_mma_heuristic(k);
+    } catch (const Error&) {
+    }
+  }
   // dequant_wgmma (the weight dequantised in registers as wgmma's A operand) stays a tuning
   // candidate: on an H100 its best config at 64 x 8192 x 8192 (i4, groups of 128) took
   // 50.9 us against 52.4 us for mma_sync below (3%, inside the noise), and 30-35 us

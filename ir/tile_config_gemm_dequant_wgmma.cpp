@@ -12,6 +12,12 @@
 // 16-byte pieces of the weight, and the activations' step goes to a second ring that
 // the block turns into the B tile wgmma reads. split_k > 1 cuts K into slices, a block
 // each (grid y), summed in slice order by the last.
+//
+// dequant_mma is the same schedule on mma.sync m16n8k16 (sm_80 and up): the same ring,
+// steps, split and permuted B tile, but each warp owns its own bn / warps_n weight rows
+// (one to four m16 fragments, the A operand in registers) and multiplies them against
+// every activation row, bm / 8 tiles of n8 that ldmatrix reads from the B tile. No
+// warpgroups, so any 4, 8 or 16 warps; the accumulators are frags x bm / 2 a thread.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -25,16 +31,131 @@ namespace kiln::ir {
 namespace {
 
 constexpr int64_t kMaxPartials = int64_t{1} << 24;  // split-K's fp32 partials: 64 MiB
-constexpr int64_t kMaxSharedBytes = 232448 - 1024;  // 227 KB on sm_90, less the static 1 KB the alignment takes
-// Of a thread's 255 registers: accumulators, two sets of A fragments, the step's weight
-// words and the scales in flight; addresses and the dequantising take the rest.
-constexpr int64_t kMaxHeldRegisters = 168;
+// 227 KB on sm_90 (163 KB on sm_80), less the static 1 KB the alignment takes.
+int64_t max_shared_bytes() { return (target_sm() >= 90 ? 232448 : 166912) - 1024; }
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 DType weight_dtype(const Kernel& k) { return k.args.at(static_cast<size_t>(k.gemm.b.arg)).type.dtype; }
 
 int frags_of(const TileConfig& c) { return c.warps_n > 0 ? c.bn / (16 * c.warps_n) : 0; }
+
+// The schedule's name in the rules' messages.
+std::string name_of(int schedule) { return std::string(gemm_schedule_name(schedule)); }
+
+// The rules both schedules share: the operands' layouts, whole steps of K (so that
+// every 16-byte piece is inside its row), and groups that hold a thread's piece of a
+// step whole (one scale a piece).
+bool dequant_registers_apply(const Kernel& k) {
+  const GemmCore& g = k.gemm;
+  if (!g.b.dequant.active() || g.b.dequant.interleave != 0 || g.m > 128 || gemm_batch_count(g) != 1) return false;
+  if (g.operand_dtype != DType::f16 && g.operand_dtype != DType::bf16) return false;
+  const KernelArg& a = k.args.at(static_cast<size_t>(g.a.arg));
+  if (!g.a.prologue.empty() || a.type.dtype != g.operand_dtype || !gemm_rows_of_k(k, true)) return false;
+  if (!g.b.prologue.empty() || !gemm_rows_of_k(k, false)) return false;
+  if (g.k % dequant_wgmma_step(k) != 0) return false;
+  const GemmDequant& d = g.b.dequant;
+  if (d.group % dequant_wgmma_span(k) != 0 && d.group != g.k) return false;
+  return is_float(k.args.at(static_cast<size_t>(d.scale)).type.dtype);
+}
+
+bool applies(const Kernel& k, int schedule) {
+  return schedule == kDequantMma ? gemm_dequant_mma_applies(k) : gemm_dequant_wgmma_applies(k);
+}
+
+int64_t held_registers(const Kernel& k, const TileConfig& c) {
+  return c.schedule == kDequantMma ? dequant_mma_held_registers(k, c) : dequant_wgmma_held_registers(k, c);
+}
+
+// A thread's registers for the held values: 168 of 255 (addresses and the dequantising
+// take the rest); 512 threads have 128 each, so 96.
+int64_t max_held_registers(const TileConfig& c) { return c.warps_n > 8 && c.schedule == kDequantMma ? 96 : 168; }
+
+void check(const Kernel& k, const TileConfig& c) {
+  auto fail = [&](const std::string& rule) {
+    throw Error(fmt::format("kernel @{}: tile config {}: {}", k.name, c.str(), rule));
+  };
+  const GemmCore& g = k.gemm;
+  const bool mma = c.schedule == kDequantMma;
+  const std::string name = name_of(c.schedule);
+  if (!applies(k, c.schedule))
+    fail(fmt::format("schedule {} takes, on {}, M <= 128 rows of f16 / bf16 activations, row-major, against an i8 / i4 "
+                     "weight stored [N, K] with K contiguous, dequantised in groups of whole pieces (32 i4 or 16 i8 "
+                     "elements) or one a row, K a multiple of 64 bytes of a weight row",
+                     name, mma ? "sm_80 and up" : "sm_90a"));
+  if (c.bm != dequant_wgmma_tokens(k))
+    fail(fmt::format("bm must be M rounded up to 8 ({}): the activation rows are the products' N", dequant_wgmma_tokens(k)));
+  if (c.bk != dequant_wgmma_step(k))
+    fail(fmt::format("bk must be {} (64 bytes of each weight row a step)", dequant_wgmma_step(k)));
+  if (c.warps_n != 4 && c.warps_n != 8 && c.warps_n != 16)
+    fail(mma ? "warps_n must be 4, 8 or 16" : "warps_n must be 4, 8 or 16 (whole warpgroups)");
+  const int frags = frags_of(c);
+  if (mma && (c.bn % (16 * c.warps_n) != 0 || (frags != 1 && frags != 2 && frags != 4)))
+    fail("bn must give each warp one, two or four m16 fragments of weight rows (bn = 16 x warps_n x 1, 2 or 4)");
+  if (!mma && (c.bn % (16 * c.warps_n) != 0 || (frags != 1 && frags != 2)))
+    fail("bn must give each warpgroup one or two m64 fragments of weight rows (bn = 16 x warps_n x 1 or 2)");
+  if (c.warps_m != 0 || c.group != 0) fail(fmt::format("schedule {} has no warps_m or group", name));
+  if (c.stages < 3 || c.stages > 8) fail("stages must be 3 to 8 (two steps ahead at least)");
+  if (held_registers(k, c) > max_held_registers(c))
+    fail(fmt::format("each thread would hold {} registers of accumulators, fragments, weights and scales; more than "
+                     "{} spill",
+                     held_registers(k, c), max_held_registers(c)));
+  if (dequant_wgmma_shared_bytes(k, c) > max_shared_bytes())
+    fail(fmt::format("it needs {} bytes of shared memory; a block has at most {}", dequant_wgmma_shared_bytes(k, c),
+                     max_shared_bytes()));
+  if (c.split_k < 1 || c.split_k > 64) fail("split_k must be 1 to 64");
+  if (c.split_k > 1) {
+    if ((c.split_k - 1) * gemm_k_slice(k, c) >= g.k)
+      fail(fmt::format("split_k = {} leaves an empty slice of K = {}", c.split_k, g.k));
+    if (gemm_workspace_floats(k, c) > kMaxPartials) fail("the split's partials need more than 64 MiB");
+  }
+}
+
+std::vector<TileConfig> sweep_of(const Kernel& k, int schedule) {
+  std::vector<TileConfig> out;
+  if (!applies(k, schedule)) return out;
+  const bool mma = schedule == kDequantMma;
+  const std::vector<int> frag_counts = mma ? std::vector<int>{1, 2, 4} : std::vector<int>{1, 2};
+  const std::vector<int> depths = mma ? std::vector<int>{3, 4, 6} : std::vector<int>{4, 6, 8};
+  for (int warps : {4, 8, 16})
+    for (int frags : frag_counts)
+      for (int stages : depths)
+        for (int split : {1, 2, 4, 8, 16}) {
+          const int bn = 16 * warps * frags;
+          const int64_t blocks = ceil_div(k.gemm.n, bn) * split;
+          if (split > 1 && blocks > 2 * kTargetSMs) continue;
+          TileConfig c{.schedule = schedule, .bm = dequant_wgmma_tokens(k), .bn = bn, .bk = dequant_wgmma_step(k),
+                       .warps_n = warps, .stages = stages, .split_k = split};
+          try {
+            check(k, c);
+            out.push_back(c);
+          } catch (const Error&) {
+          }
+        }
+  return out;
+}
+
+// From the preferred config, K split while the blocks stay within one wave (8 steps a
+// slice at least), then shallower rings, fewer slices and narrower blocks until one is
+// legal.
+TileConfig first_legal_from(const Kernel& k, TileConfig c) {
+  const int stages = c.stages;
+  const int64_t tiles = ceil_div(k.gemm.n, c.bn);
+  while (tiles * c.split_k * 2 <= kTargetSMs + kTargetSMs / 8 && k.gemm.k / (2 * c.split_k) >= 8 * c.bk &&
+         c.split_k < 16)
+    c.split_k *= 2;
+  for (;;) {
+    try {
+      check(k, c);
+      return c;
+    } catch (const Error&) {
+    }
+    if (c.stages > 3) --c.stages;
+    else if (c.split_k > 1) { c.split_k /= 2; c.stages = stages; }
+    else if (c.bn > 16 * c.warps_n) { c.bn /= 2; c.stages = stages; }
+    else throw Error(fmt::format("kernel @{}: no legal {} config", k.name, name_of(c.schedule)));
+  }
+}
 
 }  // namespace
 
@@ -45,20 +166,10 @@ int dequant_wgmma_span(const Kernel& k) { return weight_dtype(k) == DType::i4 ? 
 int dequant_wgmma_tokens(const Kernel& k) { return static_cast<int>(std::max<int64_t>(8, ceil_div(k.gemm.m, 8) * 8)); }
 
 bool gemm_dequant_wgmma_applies(const Kernel& k) {
-  const GemmCore& g = k.gemm;
-  if (target_sm() < 90 || !target_arch_specific()) return false;
-  if (!g.b.dequant.active() || g.b.dequant.interleave != 0 || g.m > 128 || gemm_batch_count(g) != 1) return false;
-  if (g.operand_dtype != DType::f16 && g.operand_dtype != DType::bf16) return false;
-  const KernelArg& a = k.args.at(static_cast<size_t>(g.a.arg));
-  if (!g.a.prologue.empty() || a.type.dtype != g.operand_dtype || !gemm_rows_of_k(k, true)) return false;
-  if (!g.b.prologue.empty() || !gemm_rows_of_k(k, false)) return false;
-  // Whole steps (so that every 16-byte piece is inside its row), and groups that hold
-  // a thread's piece of a step whole: one scale a piece.
-  if (g.k % dequant_wgmma_step(k) != 0) return false;
-  const GemmDequant& d = g.b.dequant;
-  if (d.group % dequant_wgmma_span(k) != 0 && d.group != g.k) return false;
-  return is_float(k.args.at(static_cast<size_t>(d.scale)).type.dtype);
+  return target_sm() >= 90 && target_arch_specific() && dequant_registers_apply(k);
 }
+
+bool gemm_dequant_mma_applies(const Kernel& k) { return target_sm() >= 80 && dequant_registers_apply(k); }
 
 int64_t dequant_wgmma_shared_bytes(const Kernel& k, const TileConfig& c) {
   const int64_t x_step = int64_t{c.bm} * c.bk * dtype_bytes(k.gemm.operand_dtype);
@@ -75,80 +186,34 @@ int64_t dequant_wgmma_held_registers(const Kernel& k, const TileConfig& c) {
   return frags_of(c) * (int64_t{c.bm} / 2 + 16 + 8 + 4);
 }
 
-void validate_gemm_dequant_wgmma(const Kernel& k, const TileConfig& c) {
-  auto fail = [&](const std::string& rule) {
-    throw Error(fmt::format("kernel @{}: tile config {}: {}", k.name, c.str(), rule));
-  };
-  const GemmCore& g = k.gemm;
-  if (!gemm_dequant_wgmma_applies(k))
-    fail("schedule dequant_wgmma takes, on sm_90a, M <= 128 rows of f16 / bf16 activations, row-major, against an i8 "
-         "/ i4 weight stored [N, K] with K contiguous, dequantised in groups of whole pieces (32 i4 or 16 i8 elements) "
-         "or one a row, K a multiple of 64 bytes of a weight row");
-  if (c.bm != dequant_wgmma_tokens(k))
-    fail(fmt::format("bm must be M rounded up to 8 ({}): the activation rows are the products' N", dequant_wgmma_tokens(k)));
-  if (c.bk != dequant_wgmma_step(k))
-    fail(fmt::format("bk must be {} (64 bytes of each weight row a step)", dequant_wgmma_step(k)));
-  if (c.warps_n != 4 && c.warps_n != 8 && c.warps_n != 16) fail("warps_n must be 4, 8 or 16 (whole warpgroups)");
-  if (c.bn % (16 * c.warps_n) != 0 || (frags_of(c) != 1 && frags_of(c) != 2))
-    fail("bn must give each warpgroup one or two m64 fragments of weight rows (bn = 16 x warps_n x 1 or 2)");
-  if (c.warps_m != 0 || c.group != 0) fail("schedule dequant_wgmma has no warps_m or group");
-  if (c.stages < 3 || c.stages > 8) fail("stages must be 3 to 8 (two steps ahead at least)");
-  if (dequant_wgmma_held_registers(k, c) > kMaxHeldRegisters)
-    fail(fmt::format("each thread would hold {} registers of accumulators, fragments, weights and scales; more than "
-                     "{} spill",
-                     dequant_wgmma_held_registers(k, c), kMaxHeldRegisters));
-  if (dequant_wgmma_shared_bytes(k, c) > kMaxSharedBytes)
-    fail(fmt::format("it needs {} bytes of shared memory; a block has at most {}", dequant_wgmma_shared_bytes(k, c),
-                     kMaxSharedBytes));
-  if (c.split_k < 1 || c.split_k > 64) fail("split_k must be 1 to 64");
-  if (c.split_k > 1) {
-    if ((c.split_k - 1) * gemm_k_slice(k, c) >= g.k)
-      fail(fmt::format("split_k = {} leaves an empty slice of K = {}", c.split_k, g.k));
-    if (gemm_workspace_floats(k, c) > kMaxPartials) fail("the split's partials need more than 64 MiB");
-  }
+int64_t dequant_mma_held_registers(const Kernel& k, const TileConfig& c) {
+  // Per m16 fragment: accumulators, one set of A registers, the step's weight words and
+  // its scales and zero points; once: a product's B fragments (two a tile of n8).
+  (void)k;
+  return frags_of(c) * (int64_t{c.bm} / 2 + 4 + 8 + 4) + c.bm / 4;
 }
 
-std::vector<TileConfig> gemm_dequant_wgmma_sweep(const Kernel& k) {
-  std::vector<TileConfig> out;
-  if (!gemm_dequant_wgmma_applies(k)) return out;
-  for (int warps : {4, 8, 16})
-    for (int frags : {1, 2})
-      for (int stages : {4, 6, 8})
-        for (int split : {1, 2, 4, 8, 16}) {
-          const int bn = 16 * warps * frags;
-          const int64_t blocks = ceil_div(k.gemm.n, bn) * split;
-          if (split > 1 && blocks > 2 * kTargetSMs) continue;
-          TileConfig c{.schedule = kDequantWgmma, .bm = dequant_wgmma_tokens(k), .bn = bn, .bk = dequant_wgmma_step(k),
-                       .warps_n = warps, .stages = stages, .split_k = split};
-          try {
-            validate_gemm_dequant_wgmma(k, c);
-            out.push_back(c);
-          } catch (const Error&) {
-          }
-        }
-  return out;
-}
+void validate_gemm_dequant_wgmma(const Kernel& k, const TileConfig& c) { check(k, c); }
+void validate_gemm_dequant_mma(const Kernel& k, const TileConfig& c) { check(k, c); }
+
+std::vector<TileConfig> gemm_dequant_wgmma_sweep(const Kernel& k) { return sweep_of(k, kDequantWgmma); }
+std::vector<TileConfig> gemm_dequant_mma_sweep(const Kernel& k) { return sweep_of(k, kDequantMma); }
 
 // Two warpgroups of two fragments (256 weight rows a block) where the accumulators
-// allow, one fragment each past 64 activation rows; K split until the blocks cover the
-// SMs; the deepest ring that fits.
+// allow, one fragment each past 64 activation rows; the deepest ring that fits.
 TileConfig gemm_dequant_wgmma_heuristic(const Kernel& k) {
   const int tokens = dequant_wgmma_tokens(k);
-  TileConfig c{.schedule = kDequantWgmma, .bm = tokens, .bn = tokens <= 64 ? 256 : 128, .bk = dequant_wgmma_step(k),
-               .warps_n = 8, .stages = 8, .split_k = 1};
-  const int64_t tiles = ceil_div(k.gemm.n, c.bn);
-  while (tiles * c.split_k < kTargetSMs && k.gemm.k / (2 * c.split_k) >= 8 * c.bk && c.split_k < 16) c.split_k *= 2;
-  for (;;) {
-    try {
-      validate_gemm_dequant_wgmma(k, c);
-      return c;
-    } catch (const Error&) {
-    }
-    if (c.stages > 3) --c.stages;
-    else if (c.split_k > 1) { c.split_k /= 2; c.stages = 8; }
-    else if (c.bn > 16 * c.warps_n) { c.bn /= 2; c.stages = 8; }
-    else throw Error(fmt::format("kernel @{}: no legal dequant_wgmma config", k.name));
-  }
+  return first_legal_from(k, TileConfig{.schedule = kDequantWgmma, .bm = tokens, .bn = tokens <= 64 ? 256 : 128,
+                                 .bk = dequant_wgmma_step(k), .warps_n = 8, .stages = 8, .split_k = 1});
+}
+
+// Eight warps of two m16 fragments (256 weight rows a block: each activation tile in
+// shared memory serves as many weight rows as the accumulators allow), one fragment
+// past 64 activation rows; four steps in the ring, three in flight.
+TileConfig gemm_dequant_mma_heuristic(const Kernel& k) {
+  const int tokens = dequant_wgmma_tokens(k);
+  return first_legal_from(k, TileConfig{.schedule = kDequantMma, .bm = tokens, .bn = tokens <= 64 ? 256 : 128,
+                                 .bk = dequant_wgmma_step(k), .warps_n = 8, .stages = 4, .split_k = 1});
 }
 
 }  // namespace kiln::ir

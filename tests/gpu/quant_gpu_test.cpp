@@ -1,8 +1,8 @@
 // Dequantised-weight products on the GPU against the reference interpreter: i4 and i8
 // weights, f16 and bf16 activations, group sizes from 32 to all of K, zero points of the
 // scales' type and of the weights' type, decode-sized M on the gemv schedule (every
-// candidate through the tuner's check), larger M on mma_sync, odd N and M, a fused
-// epilogue, and dequants that are expanded into pointwise kernels.
+// candidate through the tuner's check), larger M on dequant_mma and mma_sync, odd N and M,
+// a fused epilogue, and dequants that are expanded into pointwise kernels.
 #include <gtest/gtest.h>
 
 #include "frontend/kiln.h"
@@ -70,26 +70,31 @@ TEST(QuantGpu, GroupSizesFromThirtyTwoToARow) {
     }
 }
 
-TEST(QuantGpu, LargerBatchesOnMmaSync) {
+TEST(QuantGpu, LargerBatchesOnTheirDefaults) {
   KILN_REQUIRE_GPU();
   for (DType weights : {DType::i4, DType::i8})
     for (int zeros : {0, 1, 2}) {
-      // Groups of 64: six a row, so that i4 zero points pack whole bytes.
-      Quant q{weights, DType::bf16, 77, 160, 384, 64, zeros};
-      SCOPED_TRACE(fmt::format("{} zeros {}", dtype_name(weights), zeros));
-      EXPECT_EQ(expect_matches_reference(quant_linear(q).ir()), ir::kMmaSync);
+      // Groups of 64: six a row, so that i4 zero points pack whole bytes. K = 384 is whole
+      // steps of dequant_mma; K = 448 is not (i4), and takes mma_sync.
+      for (int64_t k : {384, 448}) {
+        Quant q{weights, DType::bf16, 77, 160, k, 64, zeros};
+        SCOPED_TRACE(fmt::format("{} zeros {} k {}", dtype_name(weights), zeros, k));
+        const bool whole_steps = k % (weights == DType::i4 ? 128 : 64) == 0;
+        EXPECT_EQ(expect_matches_reference(quant_linear(q).ir()), whole_steps ? ir::kDequantMma : ir::kMmaSync);
+      }
     }
 }
 
-// The weight dequantised in registers as wgmma's A operand: every candidate (one or
-// two fragments a warpgroup, one to four warpgroups, rings of 4 to 8 steps, split K) of
-// odd shapes: M not a multiple of 8 (the padded activation rows are zeros), N not a
-// multiple of the block's rows (rows past N clamped and dropped), K of 9 steps (split
-// slices of unequal length), groups of 32 (four a step: each thread's piece its own
-// group) to one a row, and every zero point kind on the packed-pair and fp32 paths.
-TEST(QuantGpu, EveryDequantWgmmaCandidatePassesItsCheck) {
+// The weight dequantised in registers as mma.sync's A operand (dequant_mma, any GPU) and
+// as wgmma's (dequant_wgmma, sm_90a): every candidate (one to four fragments a warp or
+// one or two a warpgroup, 4 to 16 warps, rings of 3 to 8 steps, split K) of odd shapes:
+// M not a multiple of 8 (the padded activation rows are zeros; an odd count of n8 tiles),
+// N not a multiple of the block's rows (rows past N clamped and dropped), K of 9 steps
+// (split slices of unequal length), groups of 32 (four a step: each thread's piece its
+// own group) to one a row, and every zero point kind on the packed-pair and fp32 paths.
+TEST(QuantGpu, EveryCandidateWithTheWeightInRegistersPassesItsCheck) {
   KILN_REQUIRE_GPU();
-  if (runtime::default_arch() != "sm_90a") GTEST_SKIP() << "dequant_wgmma needs sm_90a, not " << runtime::default_arch();
+  const bool hopper = runtime::default_arch() == "sm_90a";
   const Quant formats[] = {{DType::i4, DType::bf16, 37, 200, 1152, 32, 2},
                            {DType::i4, DType::f16, 64, 136, 1152, 128, 1},
                            {DType::i8, DType::f16, 100, 200, 576, 64, 0},
@@ -99,9 +104,15 @@ TEST(QuantGpu, EveryDequantWgmmaCandidatePassesItsCheck) {
     SCOPED_TRACE(fmt::format("{} x {} m {} group {} zeros {}", dtype_name(q.act), dtype_name(q.weights), q.m, q.group,
                              q.zeros));
     const runtime::TuneResult r = gpu_test::every_candidate_passes(quant_linear(q).ir());
-    int wgmma = 0;
-    for (const runtime::Trial& t : r.trials) wgmma += t.config.schedule == ir::kDequantWgmma;
-    EXPECT_GE(wgmma, 12);
+    int wgmma = 0, mma = 0;
+    for (const runtime::Trial& t : r.trials) {
+      wgmma += t.config.schedule == ir::kDequantWgmma;
+      mma += t.config.schedule == ir::kDequantMma;
+    }
+    EXPECT_GE(mma, 12);
+    if (hopper) {
+      EXPECT_GE(wgmma, 12);
+    }
   }
 }
 

@@ -1,6 +1,7 @@
 // Where dequant runs: folded into a gemm kernel's B operand (the weights never
 // written), with its epilogue, for decode-sized M on the gemv schedule and for larger M
-// on mma_sync; anything else expanded by decompose into pointwise kernels. The kernels
+// on dequant_mma (mma_sync where K is not whole steps of it); anything else expanded by
+// decompose into pointwise kernels. The kernels
 // compile through NVRTC for sm_90a and sm_80 with no warning, and the default configs
 // do not spill (ptxas -v).
 #include <gtest/gtest.h>
@@ -49,16 +50,23 @@ TEST(QuantLowering, DequantFoldsIntoTheGemmOperandAndItsEpilogue) {
   EXPECT_TRUE(contains(cuda, "kiln_and_xor(")) << cuda;  // the i4 bit trick, not conversions
 }
 
-TEST(QuantLowering, LargerBatchesTakeTheMmaScheduleWithTheDequantInTheLoad) {
+TEST(QuantLowering, LargerBatchesTakeTheWeightDequantisedInRegisters) {
   Quant q;
   q.m = 100;
   q.zeros = 1;
   const passes::Plan p = planned(quant_linear(q).ir());
   ASSERT_EQ(p.kernels.size(), 1u);
   const ir::Kernel& k = p.kernels[0];
-  EXPECT_EQ(k.config.schedule, ir::kMmaSync);
+  EXPECT_EQ(k.config.schedule, ir::kDequantMma);
   EXPECT_TRUE(contains(ir::print(k), "dequant {scales %s, zeros %z, group 128}"));
-  EXPECT_TRUE(contains(codegen::emit_cuda(k), "with a scale per 128 elements of K"));
+  EXPECT_TRUE(contains(codegen::emit_cuda(k), "(w - z) * s with scales %s and zero points %z per 128 elements of K"));
+  // K not a whole number of its steps (128 i4 elements): the dequant in mma_sync's load.
+  q.k = 320;
+  q.group = 64;
+  const passes::Plan odd_plan = planned(quant_linear(q).ir());
+  const ir::Kernel& odd = odd_plan.kernels.at(0);
+  EXPECT_EQ(odd.config.schedule, ir::kMmaSync);
+  EXPECT_TRUE(contains(codegen::emit_cuda(odd), "with a scale per 64 elements of K"));
 }
 
 TEST(QuantLowering, ADequantThatFeedsNoMatmulIsExpandedIntoPointwiseKernels) {
@@ -214,7 +222,7 @@ TEST(QuantCodegen, EveryWeightFormatCompilesWithoutSpillsInItsDefaultConfig) {
           SCOPED_TRACE(fmt::format("{} x {} m {} zeros {}", dtype_name(act), dtype_name(weights), m, zeros));
           const passes::Plan p = planned(quant_linear(q).ir());
           ASSERT_EQ(p.kernels.size(), 1u);
-          EXPECT_EQ(p.kernels[0].config.schedule, m <= 16 ? ir::kGemv : ir::kMmaSync);
+          EXPECT_EQ(p.kernels[0].config.schedule, m <= 16 ? ir::kGemv : ir::kDequantMma);
           EXPECT_EQ(spill_bytes(p.kernels[0], "sm_90a"), 0) << p.kernels[0].config.str();
           if (m == 1) {
             EXPECT_EQ(spill_bytes(p.kernels[0], "sm_80"), 0) << p.kernels[0].config.str();
@@ -274,8 +282,11 @@ TEST(QuantCodegen, PackedWeightsCopyByCpAsyncAndDequantiseInSharedMemory) {
         q.act = act;
         q.zeros = zeros;
         SCOPED_TRACE(fmt::format("{} x {} zeros {}", dtype_name(act), dtype_name(weights), zeros));
-        const ir::Kernel k = planned(quant_linear(q).ir()).kernels.at(0);
-        ASSERT_EQ(k.config.schedule, ir::kMmaSync);
+        ir::Kernel k = planned(quant_linear(q).ir()).kernels.at(0);
+        // mma_sync's config of 64 x 64 tiles (the default is dequant_mma).
+        k.config = ir::TileConfig{.schedule = ir::kMmaSync, .bm = 64, .bn = 64, .bk = 64, .warps_m = 2, .warps_n = 2,
+                                  .stages = 3, .group = 8, .split_k = 1};
+        ASSERT_NO_THROW(ir::validate(k, k.config));
         // Zero points of the weights' type (packed nibbles) stay on loads through registers.
         EXPECT_EQ(ir::gemm_dequant_packed(k, k.config), zeros != 2);
         const std::string cuda = codegen::emit_cuda(k);
