@@ -192,6 +192,8 @@ private:
   }
 
   int64_t row_bytes() const { return i4_ ? g_.k / 2 : g_.k; }
+  // The type of indices into the scales and zero points (and of their byte offsets).
+  const char* index_type() const { return g_.n * groups() * 4 < (int64_t{1} << 31) ? "int" : "long long"; }
   int64_t groups() const { return g_.k / g_.b.dequant.group; }
 
   std::string setup() const {
@@ -216,7 +218,7 @@ private:
     }
     s += fmt::format("  // This thread's weight rows: rows g and g + 8 of its warp's 16 in each {} fragment\n"
                      "  // (clamped to the last row: rows past N are computed and dropped).\n", mma_ ? "m16" : "m64");
-    s += fmt::format("  const unsigned char* w_src[{}][2];\n  long long s_row[{}][2];\n  bool w_in[{}][2];\n", frags_,
+    s += fmt::format("  const unsigned char* w_src[{}][2];\n  {} s_row[{}][2];\n  bool w_in[{}][2];\n", frags_, index_type(),
                      frags_, frags_);
     s += fmt::format("#pragma unroll\n  for (int f = 0; f < {}; ++f)\n#pragma unroll\n    for (int r = 0; r < 2; ++r) {{\n",
                      frags_);
@@ -225,7 +227,7 @@ private:
     s += fmt::format("      const long long clamped = (long long)min(row, {});\n", g_.n - 1);
     s += fmt::format("      w_src[f][r] = reinterpret_cast<const unsigned char*>({}) + clamped * {}ll + k_begin / {} + t * 16;\n",
                      param(g_.b.arg), row_bytes(), i4_ ? 2 : 1);
-    s += fmt::format("      s_row[f][r] = clamped * {}ll;\n", groups());
+    s += fmt::format("      s_row[f][r] = ({})clamped * {};\n", index_type(), groups());
     s += "    }\n";
     (void)dq;
     if (mma_) {  // a product's four accumulators per (fragment, n8 tile)
@@ -273,14 +275,19 @@ private:
     std::string s = "      const unsigned group = " + group_code("k0") + ";\n";
     s += fmt::format("#pragma unroll\n      for (int f = 0; f < {}; ++f)\n#pragma unroll\n        for (int r = 0; r < 2; ++r) {{\n",
                      frags_);
-    s += "          const long long at = s_row[f][r] + group;\n";
+    s += fmt::format("          const {} at = s_row[f][r] + group;\n", index_type());
     int w = 0;
     for (int arg : {dq.scale, dq.zero}) {
       if (arg < 0) continue;
-      s += fmt::format("          {{\n            const long long from = {} & ~3ll;\n", byte_of(arg, "at"));
-      s += fmt::format("            kiln_copy_async4_zfill({}, reinterpret_cast<const unsigned char*>({}) + from, "
-                       "(unsigned)min(4ll, {}ll - from));\n          }}\n",
-                       word_at("slot", w++), param(arg), total_bytes(arg));
+      // Whole words (the argument's bytes a multiple of 4) need no bound on the copy.
+      const std::string size = total_bytes(arg) % 4 == 0
+                                   ? "4u"
+                                   : fmt::format("(unsigned)min(({})4, ({}){} - from)", index_type(), index_type(),
+                                                 total_bytes(arg));
+      s += fmt::format("          {{\n            const {} from = {} & ~3;\n", index_type(), byte_of(arg, "at"));
+      s += fmt::format("            kiln_copy_async4_zfill({}, reinterpret_cast<const unsigned char*>({}) + from, {});\n"
+                       "          }}\n",
+                       word_at("slot", w++), param(arg), size);
     }
     return s + "        }\n";
   }
@@ -300,7 +307,7 @@ private:
                      zero_travels() ? fmt::format(", zero2[{}][2]", frags_) : "");
     s += fmt::format("#pragma unroll\n    for (int f = 0; f < {}; ++f)\n#pragma unroll\n      for (int r = 0; r < 2; ++r) {{\n",
                      frags_);
-    s += "        const long long at = s_row[f][r] + group;\n";
+    s += fmt::format("        const {} at = s_row[f][r] + group;\n", index_type());
     s += fmt::format("        const unsigned slot = (unsigned)(i % {});\n", c_.stages);
     const std::string read = "*reinterpret_cast<const unsigned*>(smem_bytes + ({} - smem))";
     s += "        const unsigned sw = " + fmt::format(fmt::runtime(read), word_at("slot", 0)) + ";\n";
@@ -346,6 +353,15 @@ private:
     return i4_ ? (bf16_ ? "0x43084308u" : "0x64086408u") : "0x64806480u";
   }
 
+  // `for (int it = first; it < count; it += stride) {` where first < stride; as a loop of
+  // count / stride trips, unrolled, where that is whole (the compiler cannot see that
+  // first < stride, so it would keep a general loop and recompute its addresses each step).
+  std::string strided_loop(const std::string& in, const std::string& first, int64_t count, int64_t stride) const {
+    if (count % stride != 0) return fmt::format("{}for (int it = {}; it < {}; it += {}) {{\n", in, first, count, stride);
+    return fmt::format("{}#pragma unroll\n{}for (int trip = 0; trip < {}; ++trip) {{\n{}  const int it = {} + trip * {};\n",
+                       in, in, count / stride, in, first, stride);
+  }
+
   // The kernel's steps as lambdas: the copies of a step, the loads of a step's scales and
   // the permutation of a step's activations into a B tile.
   std::string lambdas() const {
@@ -361,7 +377,7 @@ private:
                      w_slot_, threads_);
     s += fmt::format("      const int k0 = k_begin + i * {};\n", c_.bk);
     s += word_copies();
-    s += fmt::format("      for (int it = tid; it < {}; it += {}) {{\n", c_.bm * pieces_, threads_);
+    s += strided_loop("      ", "tid", c_.bm * pieces_, threads_);
     s += fmt::format("        const int m = it / {}, p = it % {};\n", pieces_, pieces_);
     s += fmt::format("        const bool in = m < {};\n", g_.m);
     s += fmt::format("        kiln_copy_async16_zfill(x_ring + slot * {}u + (m * {} + (p ^ (m & 7))) * 16u, {} + "
@@ -376,7 +392,7 @@ private:
     s += fmt::format("    const unsigned char* const from = smem_bytes + {}u + (i % {}) * {}u;\n", 2 * x_step_, c_.stages,
                      x_step_);
     s += "    const int r = lane & 7, tt = lane >> 3;  // a warp: 8 rows x the 4 thread columns\n";
-    s += fmt::format("    for (int it = tid >> 5; it < {}; it += {}) {{\n", c_.bm / 8 * (pieces_ / 4), threads_ / 32);
+    s += strided_loop("    ", "(tid >> 5)", c_.bm / 8 * (pieces_ / 4), threads_ / 32);
     s += fmt::format("      const int m = (it % {}) * 8 + r, q = it / {};\n", c_.bm / 8, c_.bm / 8);
     s += fmt::format("      const int p = {};\n", i4_ ? "4 * tt + q" : "2 * tt + q");
     s += fmt::format("      const uint4 v = *reinterpret_cast<const uint4*>(from + (m * {} + (p ^ r)) * 16);\n", pieces_);

@@ -365,23 +365,17 @@ TileConfig gemm_heuristic(const Kernel& k) {
   }
   // Dequantised weights for a few rows: the weight's bytes are the time; gemv streams them.
   if (g.b.dequant.active() && gemm_gemv_applies(k)) return gemm_gemv_heuristic(k);
-  // More rows against a dequantised weight: dequant_mma, the weight dequantised in
-  // registers as mma.sync's A operand and multiplied against every activation row from
-  // shared memory, so that each weight pair dequantised feeds bm / 8 products (predicted
-  // near the products' time at 64 x 8192 x 8192, against 52 us for mma_sync's dequantising
-  // load stage on an H100, bench/NOTES.md).
-  // Where no config fits (128 rows on sm_80: the activations' ring outgrows 163 KB), the
-  // mma_sync rule below.
-  if (g.b.dequant.active() && gemm_dequant_mma_applies(k)) {
+  // More rows against a dequantised weight on sm_90a: dequant_wgmma, the weight dequantised
+  // in registers as wgmma's A operand. With the copies' addresses kept out of the step loop
+  // the tuner put it first at 64 x 8192 x 8192 (i4, groups of 128) on an H100: 45.0 us for
+  // this config against 52.2 for mma_sync's best and 55.0 for dequant_mma's (the same on
+  // mma.sync, a tuning candidate; bench/NOTES.md). Where none fits, the mma_sync rule below.
+  if (g.b.dequant.active() && gemm_dequant_wgmma_applies(k)) {
     try {
-      return gemm_dequant_mma_heuristic(k);
+      return gemm_dequant_wgmma_heuristic(k);
     } catch (const Error&) {
     }
   }
-  // dequant_wgmma (the weight dequantised in registers as wgmma's A operand) stays a tuning
-  // candidate: on an H100 its best config at 64 x 8192 x 8192 (i4, groups of 128) took
-  // 50.9 us against 52.4 us for mma_sync below (3%, inside the noise), and 30-35 us
-  // against 20 us for the gemv at 16 rows (bench/NOTES.md).
   // Dequantised weights for more rows (dequantised in mma_sync's load stage): the tuner's
   // best at 64 x 8192 x 8192 (i4, groups of 128, bf16; one sweep on the H200, bench/NOTES.md),
   // 64 x 64 tiles of four warps, 64 elements of K a stage and three stages: 66.7 us

@@ -187,10 +187,12 @@ int64_t dequant_wgmma_held_registers(const Kernel& k, const TileConfig& c) {
 }
 
 int64_t dequant_mma_held_registers(const Kernel& k, const TileConfig& c) {
-  // Per m16 fragment: accumulators, one set of A registers, the step's weight words and
-  // its scales and zero points; once: a product's B fragments (two a tile of n8).
+  // Per m16 fragment: accumulators, one set of A registers, the step's weight words, its
+  // scales and zero points and their copies' addresses; once: a product's B fragments (two
+  // a tile of n8). Four fragments against 40 rows (154 by a count without the addresses)
+  // spilled.
   (void)k;
-  return frags_of(c) * (int64_t{c.bm} / 2 + 4 + 8 + 4) + c.bm / 4;
+  return frags_of(c) * (int64_t{c.bm} / 2 + 24) + c.bm / 4;
 }
 
 void validate_gemm_dequant_wgmma(const Kernel& k, const TileConfig& c) { check(k, c); }
@@ -199,12 +201,13 @@ void validate_gemm_dequant_mma(const Kernel& k, const TileConfig& c) { check(k, 
 std::vector<TileConfig> gemm_dequant_wgmma_sweep(const Kernel& k) { return sweep_of(k, kDequantWgmma); }
 std::vector<TileConfig> gemm_dequant_mma_sweep(const Kernel& k) { return sweep_of(k, kDequantMma); }
 
-// Two warpgroups of two fragments (256 weight rows a block) where the accumulators
-// allow, one fragment each past 64 activation rows; the deepest ring that fits.
+// Two warpgroups of one fragment (128 weight rows a block), a ring of 6 steps: the
+// tuner's pick at 64 x 8192 x 8192 on an H100 (45.0 us, with K in two slices; 8 steps and
+// 256 rows a block were 2-20% slower, bench/NOTES.md).
 TileConfig gemm_dequant_wgmma_heuristic(const Kernel& k) {
   const int tokens = dequant_wgmma_tokens(k);
-  return first_legal_from(k, TileConfig{.schedule = kDequantWgmma, .bm = tokens, .bn = tokens <= 64 ? 256 : 128,
-                                 .bk = dequant_wgmma_step(k), .warps_n = 8, .stages = 8, .split_k = 1});
+  return first_legal_from(k, TileConfig{.schedule = kDequantWgmma, .bm = tokens, .bn = 128,
+                                        .bk = dequant_wgmma_step(k), .warps_n = 8, .stages = 6, .split_k = 1});
 }
 
 // Eight warps of two m16 fragments (256 weight rows a block: each activation tile in

@@ -1,7 +1,7 @@
 // Dequantised-weight products on the GPU against the reference interpreter: i4 and i8
 // weights, f16 and bf16 activations, group sizes from 32 to all of K, zero points of the
 // scales' type and of the weights' type, decode-sized M on the gemv schedule (every
-// candidate through the tuner's check), larger M on dequant_mma and mma_sync, odd N and M,
+// candidate through the tuner's check), larger M on dequant_wgmma and mma_sync, odd N and M,
 // a fused epilogue, and dequants that are expanded into pointwise kernels.
 #include <gtest/gtest.h>
 
@@ -74,13 +74,15 @@ TEST(QuantGpu, LargerBatchesOnTheirDefaults) {
   KILN_REQUIRE_GPU();
   for (DType weights : {DType::i4, DType::i8})
     for (int zeros : {0, 1, 2}) {
-      // Groups of 64: six a row, so that i4 zero points pack whole bytes. K = 384 is whole
-      // steps of dequant_mma; K = 448 is not (i4), and takes mma_sync.
+      // An even count of groups a row, so that i4 zero points pack whole bytes: K = 384 in
+      // groups of 64 is whole steps of dequant_wgmma (sm_90a); K = 448 in groups of 32 is
+      // not for i4, and takes mma_sync.
       for (int64_t k : {384, 448}) {
-        Quant q{weights, DType::bf16, 77, 160, k, 64, zeros};
+        Quant q{weights, DType::bf16, 77, 160, k, k == 384 ? 64 : 32, zeros};
         SCOPED_TRACE(fmt::format("{} zeros {} k {}", dtype_name(weights), zeros, k));
         const bool whole_steps = k % (weights == DType::i4 ? 128 : 64) == 0;
-        EXPECT_EQ(expect_matches_reference(quant_linear(q).ir()), whole_steps ? ir::kDequantMma : ir::kMmaSync);
+        const bool hopper = runtime::default_arch() == "sm_90a";
+        EXPECT_EQ(expect_matches_reference(quant_linear(q).ir()), whole_steps && hopper ? ir::kDequantWgmma : ir::kMmaSync);
       }
     }
 }

@@ -1,7 +1,7 @@
 // Where dequant runs: folded into a gemm kernel's B operand (the weights never
 // written), with its epilogue, for decode-sized M on the gemv schedule and for larger M
-// on dequant_mma (mma_sync where K is not whole steps of it); anything else expanded by
-// decompose into pointwise kernels. The kernels
+// on dequant_wgmma (sm_90a; mma_sync elsewhere and where K is not whole steps of it);
+// anything else expanded by decompose into pointwise kernels. The kernels
 // compile through NVRTC for sm_90a and sm_80 with no warning, and the default configs
 // do not spill (ptxas -v).
 #include <gtest/gtest.h>
@@ -57,7 +57,7 @@ TEST(QuantLowering, LargerBatchesTakeTheWeightDequantisedInRegisters) {
   const passes::Plan p = planned(quant_linear(q).ir());
   ASSERT_EQ(p.kernels.size(), 1u);
   const ir::Kernel& k = p.kernels[0];
-  EXPECT_EQ(k.config.schedule, ir::kDequantMma);
+  EXPECT_EQ(k.config.schedule, ir::kDequantWgmma);
   EXPECT_TRUE(contains(ir::print(k), "dequant {scales %s, zeros %z, group 128}"));
   EXPECT_TRUE(contains(codegen::emit_cuda(k), "(w - z) * s with scales %s and zero points %z per 128 elements of K"));
   // K not a whole number of its steps (128 i4 elements): the dequant in mma_sync's load.
@@ -222,7 +222,7 @@ TEST(QuantCodegen, EveryWeightFormatCompilesWithoutSpillsInItsDefaultConfig) {
           SCOPED_TRACE(fmt::format("{} x {} m {} zeros {}", dtype_name(act), dtype_name(weights), m, zeros));
           const passes::Plan p = planned(quant_linear(q).ir());
           ASSERT_EQ(p.kernels.size(), 1u);
-          EXPECT_EQ(p.kernels[0].config.schedule, m <= 16 ? ir::kGemv : ir::kDequantMma);
+          EXPECT_EQ(p.kernels[0].config.schedule, m <= 16 ? ir::kGemv : ir::kDequantWgmma);
           EXPECT_EQ(spill_bytes(p.kernels[0], "sm_90a"), 0) << p.kernels[0].config.str();
           if (m == 1) {
             EXPECT_EQ(spill_bytes(p.kernels[0], "sm_80"), 0) << p.kernels[0].config.str();
