@@ -149,7 +149,8 @@ private:
   }
 
   std::string scratch() const {
-    return fmt::format("__device__ float {}[{}];\n__device__ int {}[{}];\n", name("partials"),
+    // 16-byte aligned: the last slice reads four columns at a time.
+    return fmt::format("__device__ __align__(16) float {}[{}];\n__device__ int {}[{}];\n", name("partials"),
                        int64_t{c_.split_k} * g_.m * g_.n, name("tickets"), col_tiles_);
   }
 
@@ -596,14 +597,39 @@ private:
     s += fmt::format("    last_slice = kiln_take_ticket(&{}[blockIdx.x]) == {}u;\n", name("tickets"), c_.split_k - 1);
     s += fmt::format("    if (last_slice) {}[blockIdx.x] = 0;  // the next launch starts from zero\n", name("tickets"));
     s += "  }\n  __syncthreads();\n  if (!last_slice) return;\n";
-    s += "  // The last slice: every slice's partials in slice order (the same bits every run).\n";
-    // The slices' loads of an element issue together (a loop kept rolled waited on each).
-    s += element_loop(fmt::format("      float sum = 0.0f;\n      if (m < {} && n < {})\n#pragma unroll\n"
-                                  "        for (int z = 0; z < {}; ++z) sum += __ldcg({} + (long long)z * {}ll + "
-                                  "(long long)m * {} + n);\n"
-                                  "      const float values[1] = {{sum}};\n      {}",
-                                  g_.m, g_.n, c_.split_k, name("partials"), matrix, g_.n,
-                                  epilogue_.call("m", "n", "values")));
+    // The last slice sums every slice's partials in slice order (the same bits every run),
+    // by items of the tile that the block's threads take in turn (four columns an item where
+    // rows of N are whole float4s), the loads of `batch` items and every slice issued before
+    // any sum: one element at a time, each waited a round trip to L2.
+    const int vec = g_.n % 4 == 0 ? 4 : 1, batch = 4;
+    const int64_t per_row = c_.bn / vec, items = g_.m * per_row;
+    s += "  // The last slice: every slice's partials in slice order, several items' loads in flight.\n";
+    s += fmt::format("  for (int base = tid; base < {}; base += {}) {{\n", items, int64_t{threads_} * batch);
+    s += fmt::format("    float sum[{}][{}];\n", batch, vec);
+    s += fmt::format("#pragma unroll\n    for (int b = 0; b < {}; ++b)\n#pragma unroll\n      for (int e = 0; e < {}; ++e) "
+                     "sum[b][e] = 0.0f;\n",
+                     batch, vec);
+    auto item_at = [&](const std::string& in) {
+      return fmt::format("{}const int item = base + b * {}, m = item / {}, n = n0 + item % {} * {};\n", in, threads_,
+                         per_row, per_row, vec);
+    };
+    s += fmt::format("#pragma unroll\n    for (int z = 0; z < {}; ++z)\n#pragma unroll\n      for (int b = 0; b < {}; ++b) {{\n",
+                     c_.split_k, batch);
+    s += item_at("        ");
+    s += fmt::format("        if (item < {} && n < {}) {{\n", items, g_.n);
+    const std::string at = fmt::format("{} + (long long)z * {}ll + (long long)m * {} + n", name("partials"), matrix, g_.n);
+    if (vec == 4) {
+      s += fmt::format("          const float4 p = __ldcg(reinterpret_cast<const float4*>({}));\n", at);
+      s += "          sum[b][0] += p.x; sum[b][1] += p.y; sum[b][2] += p.z; sum[b][3] += p.w;\n";
+    } else {
+      s += fmt::format("          sum[b][0] += __ldcg({});\n", at);
+    }
+    s += "        }\n      }\n";
+    s += fmt::format("#pragma unroll\n    for (int b = 0; b < {}; ++b) {{\n", batch);
+    s += item_at("      ");
+    s += fmt::format("      if (item < {}) {{\n#pragma unroll\n        for (int e = 0; e < {}; ++e) {{\n", items, vec);
+    s += "          const float values[1] = {sum[b][e]};\n          " + epilogue_.call("m", "n + e", "values");
+    s += "        }\n      }\n    }\n  }\n";
     return s;
   }
 
