@@ -4,9 +4,9 @@
 # items at a time (it waited an L2 round trip an element): the check of every candidate
 # with the weight in registers again, the fixed tests (larger batches on their defaults, the
 # i4 views through the device check), then bench/quant-run.sh's figures with that default,
-# the tuner's sweep at 64 rows; then Nsight Compute on dequant_mma's best config and
-# dequant_wgmma's default at 64 rows (stall reasons). Run from the repository root on the
-# GPU machine with OUT set.
+# the tuner's sweep at 64 rows; then Nsight Compute on dequant_wgmma's default at 64 rows
+# (stall reasons; mma-best.kiln, dequant_mma's best, waits for a call with more time). Run
+# from the repository root on the GPU machine with OUT set.
 R=$OUT/r; mkdir -p $R
 D=bench/results/2026-12-07-dequant-mma
 export KILN_CACHE_DIR=/tmp/kc KILN_TUNE_DB=/tmp/tune-db.json
@@ -22,7 +22,7 @@ for s in dequant_mma mma_sync dequant_wgmma; do
   grep "schedule = $s," $R/tune-m64.txt | awk -F'}' '{split($2,a," "); print a[2], $1 "}"}' | sort -n | head -4
 done
 grep -E "^\*" $R/tune-m64.txt | cut -c1-160
-for f in mma-best wgmma-default; do
+for f in wgmma-default; do
   timeout 100 ncu --clock-control none -k regex:k0 -c 1 --section SpeedOfLight --section WarpStateStats --section Occupancy --section LaunchStats --section SchedulerStats --section ComputeWorkloadAnalysis build/bin/kiln run $D/$f.kiln > $R/ncu-$f.txt 2>&1
   echo "== ncu $f"; grep -E "Duration|Warp Cycles Per Issued|Stall|Achieved Occupancy|Eligible Warps|Issued Warp|No Eligible|Registers Per|Executed Ipc A|Tensor|Pipe" $R/ncu-$f.txt | head -40
 done
