@@ -512,24 +512,33 @@ private:
     return s + "    }\n";
   }
 
-  // dequant_mma's loop: main_loop's steps with synchronous products, so one barrier a step.
-  std::string mma_main_loop() const {
-    std::string s;
-    s += fmt::format("  // Fill the ring {} steps deep.\n", ahead_);
+  // Before the loop: the ring filled `ahead_` steps deep, step 0's B tile written.
+  std::string ring_fill() const {
+    std::string s = fmt::format("  // Fill the ring {} steps deep.\n", ahead_);
     s += fmt::format("#pragma unroll 1\n  for (int i = 0; i < {}; ++i) copy_step(i);\n", ahead_);
     s += fmt::format("  kiln_copy_async_wait_group<{}>();  // step 0 has landed\n", ahead_ - 1);
-    s += "  __syncthreads();\n";
-    s += "  permute_step(0, b_tiles);\n";
+    return s + "  __syncthreads();\n  permute_step(0, b_tiles);\n";
+  }
+
+  // A step's start: its copies and every thread's in, the copies `ahead_` steps on issued,
+  // then its reads.
+  std::string step_start(const std::string& barrier) const {
+    std::string s = "#pragma unroll 1\n  for (int i = 0; i < steps; ++i) {\n";
+    s += fmt::format("    kiln_copy_async_wait_group<{}>();  // this thread's copies of step i + 1 have landed\n",
+                     ahead_ - 2);
+    s += "    __syncthreads();  // " + barrier + "\n";
+    s += fmt::format("    copy_step(i + {});  // into the slot that step i - 1 used\n", ahead_);
+    return s + step_reads();
+  }
+
+  // dequant_mma's loop: main_loop's steps with synchronous products, so one barrier a step.
+  std::string mma_main_loop() const {
+    std::string s = ring_fill();
     s += "  // ldmatrix's rows: lanes 8 q .. 8 q + 7 address matrix q, row lane % 8 of n8 tile 2 p + q / 2 at\n";
     s += "  // chunk 2 kk + q % 2, whose 16 bytes sit at chunk (chunk ^ row) % 8 of the row's 128.\n";
     s += "  const unsigned b_lane = (unsigned)(((lane >> 4) * 8 + (lane & 7)) * 128);\n";
     s += "  const unsigned b_swizzle = (unsigned)(((lane >> 3) & 1) ^ (lane & 7));\n";
-    s += "#pragma unroll 1\n  for (int i = 0; i < steps; ++i) {\n";
-    s += fmt::format("    kiln_copy_async_wait_group<{}>();  // this thread's copies of step i + 1 have landed\n",
-                     ahead_ - 2);
-    s += "    __syncthreads();  // every thread's; step i's B tile is written, step i - 1's read by every warp\n";
-    s += fmt::format("    copy_step(i + {});  // into the slot that step i - 1 used\n", ahead_);
-    s += step_reads();
+    s += step_start("every thread's; step i's B tile is written, step i - 1's read by every warp");
     for (int kk = 0; kk < products_; ++kk) s += mma_product_code(kk);
     s += fmt::format("    if (i + 1 < steps) permute_step(i + 1, b_tiles + (unsigned)((i + 1) & 1) * {}u);\n", x_step_);
     return s + "  }\n";
@@ -545,19 +554,9 @@ private:
   std::string acc_at() const { return mma_ ? "acc[f][e >> 2][e & 3]" : "acc[f][e]"; }
 
   std::string main_loop() const {
-    std::string s;
-    s += fmt::format("  // Fill the ring {} steps deep.\n", ahead_);
-    s += fmt::format("#pragma unroll 1\n  for (int i = 0; i < {}; ++i) copy_step(i);\n", ahead_);
-    s += fmt::format("  kiln_copy_async_wait_group<{}>();  // step 0 has landed\n", ahead_ - 1);
-    s += "  __syncthreads();\n";
-    s += "  permute_step(0, b_tiles);\n";
+    std::string s = ring_fill();
     s += fmt::format("  unsigned a[4][{}][4];  // four sets of A fragments, taken in turn\n", frags_);
-    s += "#pragma unroll 1\n  for (int i = 0; i < steps; ++i) {\n";
-    s += fmt::format("    kiln_copy_async_wait_group<{}>();  // this thread's copies of step i + 1 have landed\n",
-                     ahead_ - 2);
-    s += "    __syncthreads();  // every thread's: and step i's B tile is written\n";
-    s += fmt::format("    copy_step(i + {});  // into the slot that step i - 1 used\n", ahead_);
-    s += step_reads();
+    s += step_start("every thread's: and step i's B tile is written");
     for (int kk = 0; kk < products_; ++kk) s += product_code(kk);
     s += "    // This warpgroup's products of step i - 1 have finished (the waits above leave step i's\n";
     s += "    // in flight): their B tile takes step i + 1.\n";

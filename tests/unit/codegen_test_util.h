@@ -3,6 +3,7 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,19 @@
 namespace kiln::test {
 
 inline bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// ptxas -v's spill stores for one compile of `k` for `arch` (its rules in scope), which
+// must give no warning (a serialised wgmma pipeline is one); -1 where ptxas named none.
+inline int ptxas_spill_bytes(const ir::Kernel& k, const std::string& arch) {
+  const ir::TargetScope target(arch);
+  runtime::CompileResult r =
+      runtime::compile_cuda(codegen::emit_cuda(k), k.name, runtime::CompileOptions{arch, {"--ptxas-options=-v"}});
+  EXPECT_FALSE(r.cubin.empty());
+  EXPECT_FALSE(contains(r.log, "warning")) << r.log;
+  std::smatch m;
+  if (std::regex_search(r.log, m, std::regex("([0-9]+) bytes spill stores"))) return std::stoi(m[1]);
+  return -1;
+}
 
 // The kernels as lowering for `arch` would config them: a config that needs a newer
 // GPU (a cluster on sm_80) gives way to that arch's default.

@@ -7,7 +7,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <regex>
 #include <string>
 
 #include "codegen/emit.h"
@@ -15,8 +14,6 @@
 #include "frontend/kiln.h"
 #include "ir/kernel.h"
 #include "ir/tile_config.h"
-#include "passes/lower.h"
-#include "passes/pass_manager.h"
 #include "quant_test_graphs.h"
 #include "runtime/nvrtc.h"
 
@@ -25,31 +22,11 @@ namespace {
 
 using test::contains;
 using test::Quant;
-using test::quant_linear;
-
-ir::Kernel gemm_of(const Quant& q) {
-  ir::Graph g = quant_linear(q).ir().clone();
-  passes::PassManager("decompose,simplify,cse,dce,fuse", {}).run(g);
-  const passes::Plan p = passes::lower(g);
-  EXPECT_EQ(p.kernels.size(), 1u);
-  return p.kernels.at(0);
-}
-
-// ptxas -v's spill stores for one compile, which must give no warning.
-int spill_bytes(const ir::Kernel& k, const std::string& arch) {
-  const ir::TargetScope target(arch);
-  runtime::CompileResult r =
-      runtime::compile_cuda(codegen::emit_cuda(k), k.name, runtime::CompileOptions{arch, {"--ptxas-options=-v"}});
-  EXPECT_FALSE(r.cubin.empty());
-  EXPECT_FALSE(contains(r.log, "warning")) << r.log;
-  std::smatch m;
-  if (std::regex_search(r.log, m, std::regex("([0-9]+) bytes spill stores"))) return std::stoi(m[1]);
-  return -1;
-}
+using test::quant_gemm_kernel;
 
 // The schedule's own default config.
 ir::Kernel on_dequant_mma(const Quant& q) {
-  ir::Kernel k = gemm_of(q);
+  ir::Kernel k = quant_gemm_kernel(q);
   k.config = ir::gemm_dequant_mma_heuristic(k);
   return k;
 }
@@ -57,7 +34,7 @@ ir::Kernel on_dequant_mma(const Quant& q) {
 TEST(QuantDequantMma, EachWarpMultipliesItsFragmentsAgainstEveryActivationTile) {
   Quant q{DType::i4, DType::bf16, 37, 4096, 4096, 128, 0};
   const ir::Kernel k = on_dequant_mma(q);
-  EXPECT_EQ(gemm_of(q).config.schedule, ir::kDequantWgmma);  // the measured default on sm_90a
+  EXPECT_EQ(quant_gemm_kernel(q).config.schedule, ir::kDequantWgmma);  // the measured default on sm_90a
   EXPECT_EQ(k.config.bm, 40);  // M rounded up to 8: five n8 tiles
   const std::vector<ir::TileConfig> all = ir::candidates(k);
   EXPECT_NE(std::find(all.begin(), all.end(), k.config), all.end());
@@ -78,9 +55,9 @@ TEST(QuantDequantMma, EachWarpMultipliesItsFragmentsAgainstEveryActivationTile) 
   for (const char* absent : {"wgmma", "fence.proxy.async", "warpgroup"}) EXPECT_FALSE(contains(cuda, absent)) << absent;
   // mma.sync runs on sm_80 too (a tuning candidate there; mma_sync is the default).
   const ir::TargetScope sm80("sm_80");
-  EXPECT_TRUE(ir::gemm_dequant_mma_applies(gemm_of(q)));
-  EXPECT_FALSE(ir::gemm_dequant_wgmma_applies(gemm_of(q)));
-  EXPECT_EQ(gemm_of(q).config.schedule, ir::kMmaSync);
+  EXPECT_TRUE(ir::gemm_dequant_mma_applies(quant_gemm_kernel(q)));
+  EXPECT_FALSE(ir::gemm_dequant_wgmma_applies(quant_gemm_kernel(q)));
+  EXPECT_EQ(quant_gemm_kernel(q).config.schedule, ir::kMmaSync);
 }
 
 TEST(QuantDequantMma, EveryFormatCompilesWithoutSpillsInItsDefaultConfig) {
@@ -91,13 +68,13 @@ TEST(QuantDequantMma, EveryFormatCompilesWithoutSpillsInItsDefaultConfig) {
           Quant q{weights, act, m, 4096, 4096, 128, zeros};
           SCOPED_TRACE(fmt::format("{} x {} m {} zeros {}", dtype_name(act), dtype_name(weights), m, zeros));
           const ir::Kernel k = on_dequant_mma(q);
-          EXPECT_EQ(spill_bytes(k, "sm_90a"), 0) << k.config.str();
+          EXPECT_EQ(test::ptxas_spill_bytes(k, "sm_90a"), 0) << k.config.str();
           // 128 rows against i4 (steps of 128): the activations' ring of three steps does not
           // fit sm_80's 163 KB, and the schedule has no config there.
           if (zeros == 1 && (m < 128 || weights == DType::i8)) {
             const ir::TargetScope sm80("sm_80");
             const ir::Kernel k80 = on_dequant_mma(q);
-            EXPECT_EQ(spill_bytes(k80, "sm_80"), 0) << k80.config.str();
+            EXPECT_EQ(test::ptxas_spill_bytes(k80, "sm_80"), 0) << k80.config.str();
           }
         }
 }
@@ -107,7 +84,7 @@ TEST(QuantDequantMma, EveryFormatCompilesWithoutSpillsInItsDefaultConfig) {
 // piece its own group) and i4 zero points.
 TEST(QuantDequantMma, EveryCandidateOfAnOddShapeIsLegalAndCompiles) {
   Quant q{DType::i4, DType::f16, 37, 200, 1152, 32, 2};
-  const ir::Kernel k = gemm_of(q);
+  const ir::Kernel k = quant_gemm_kernel(q);
   int compiled = 0;
   for (const ir::TileConfig& c : ir::gemm_dequant_mma_sweep(k)) {
     if (c.split_k > 2) continue;  // the split's part of the source is the same for every count
@@ -115,7 +92,7 @@ TEST(QuantDequantMma, EveryCandidateOfAnOddShapeIsLegalAndCompiles) {
     v.config = c;
     SCOPED_TRACE(c.str());
     EXPECT_NO_THROW(ir::validate(v, c));
-    EXPECT_EQ(spill_bytes(v, "sm_90a"), 0);
+    EXPECT_EQ(test::ptxas_spill_bytes(v, "sm_90a"), 0);
     ++compiled;
   }
   EXPECT_GE(compiled, 12);
@@ -145,7 +122,7 @@ TEST(QuantDequantMma, TheRulesSayWhatIsWrong) {
   bad.bk = 64;
   EXPECT_TRUE(contains(rule_of(bad), "bk must be 128")) << rule_of(bad);
   // K not a whole number of steps: the schedule does not apply, and says why and where.
-  const ir::Kernel odd = gemm_of({DType::i4, DType::f16, 64, 512, 1056, 32, 0});
+  const ir::Kernel odd = quant_gemm_kernel({DType::i4, DType::f16, 64, 512, 1056, 32, 0});
   EXPECT_FALSE(ir::gemm_dequant_mma_applies(odd));
   EXPECT_EQ(odd.config.schedule, ir::kMmaSync);
   try {

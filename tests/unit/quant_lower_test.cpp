@@ -137,16 +137,6 @@ TEST(QuantLowering, I4ViewsWrittenByAKernelPackTwoElementsAByte) {
 }
 
 // Registers and spills of one compile, from ptxas -v.
-int spill_bytes(const ir::Kernel& k, const std::string& arch) {
-  const ir::TargetScope target(arch);
-  runtime::CompileResult r =
-      runtime::compile_cuda(codegen::emit_cuda(k), k.name, runtime::CompileOptions{arch, {"--ptxas-options=-v"}});
-  EXPECT_FALSE(r.cubin.empty());
-  EXPECT_FALSE(contains(r.log, "warning")) << r.log;
-  std::smatch m;
-  if (std::regex_search(r.log, m, std::regex("([0-9]+) bytes spill stores"))) return std::stoi(m[1]);
-  return -1;
-}
 
 // The scale multiplies fp32 sums once a piece, and no packed multiply is left in the
 // loop, where a step's K lies in one group (groups of 128 and more) or, with one or two
@@ -172,7 +162,7 @@ TEST(QuantCodegen, TheScaleMultipliesTheProductsSumsWhereAGroupAllows) {
         EXPECT_EQ(contains(cuda, "kiln_mul2_" + pair + "("), !after) << cuda;
         EXPECT_EQ(contains(cuda, "__shfl_xor_sync"), m <= 2 && group == 32) << cuda;
         EXPECT_EQ(contains(cuda, "kiln_fma2_f16("), act == DType::f16 && m <= 8) << cuda;
-        EXPECT_EQ(spill_bytes(k, "sm_90a"), 0) << k.config.str();
+        EXPECT_EQ(test::ptxas_spill_bytes(k, "sm_90a"), 0) << k.config.str();
       }
 }
 
@@ -203,7 +193,7 @@ TEST(QuantCodegen, TheBitTricksOffsetJoinsTheSumsWithTheWeightsAsA) {
           if (folded) {
             EXPECT_TRUE(contains(cuda, fmt::format("__float_as_uint({}.0f", w == DType::i4 ? 136 : 2304))) << cuda;
           }
-          EXPECT_EQ(spill_bytes(k, "sm_90a"), 0) << k.config.str();
+          EXPECT_EQ(test::ptxas_spill_bytes(k, "sm_90a"), 0) << k.config.str();
         }
 }
 
@@ -223,9 +213,9 @@ TEST(QuantCodegen, EveryWeightFormatCompilesWithoutSpillsInItsDefaultConfig) {
           const passes::Plan p = planned(quant_linear(q).ir());
           ASSERT_EQ(p.kernels.size(), 1u);
           EXPECT_EQ(p.kernels[0].config.schedule, m <= 16 ? ir::kGemv : ir::kDequantWgmma);
-          EXPECT_EQ(spill_bytes(p.kernels[0], "sm_90a"), 0) << p.kernels[0].config.str();
+          EXPECT_EQ(test::ptxas_spill_bytes(p.kernels[0], "sm_90a"), 0) << p.kernels[0].config.str();
           if (m == 1) {
-            EXPECT_EQ(spill_bytes(p.kernels[0], "sm_80"), 0) << p.kernels[0].config.str();
+            EXPECT_EQ(test::ptxas_spill_bytes(p.kernels[0], "sm_80"), 0) << p.kernels[0].config.str();
           }
         }
 }
@@ -246,7 +236,7 @@ TEST(QuantCodegen, EveryGemvCandidateIsLegalAndCompiles) {
       if (++gemv % 7 != 1) continue;  // a spread of them: every compile takes a moment
       ir::Kernel v = k;
       v.config = c;
-      EXPECT_EQ(spill_bytes(v, "sm_90a"), 0) << c.str();
+      EXPECT_EQ(test::ptxas_spill_bytes(v, "sm_90a"), 0) << c.str();
     }
     EXPECT_GE(gemv, 24);
   }
@@ -264,8 +254,8 @@ TEST(QuantCodegen, PlainHalfWeightsMayTakeGemvToo) {
     if (c.schedule == ir::kGemv && !found) {
       found = true;
       k.config = c;
-      EXPECT_EQ(spill_bytes(k, "sm_90a"), 0);
-      EXPECT_EQ(spill_bytes(k, "sm_80"), 0);
+      EXPECT_EQ(test::ptxas_spill_bytes(k, "sm_90a"), 0);
+      EXPECT_EQ(test::ptxas_spill_bytes(k, "sm_80"), 0);
     }
   EXPECT_TRUE(found);
 }
@@ -319,8 +309,8 @@ TEST(QuantCodegen, EveryPackedMmaSyncCandidateCompilesWithoutSpills) {
     if (++packed % 9 != 1) continue;  // a spread of them: every compile takes a moment
     ir::Kernel v = k;
     v.config = c;
-    EXPECT_EQ(spill_bytes(v, "sm_90a"), 0) << c.str();
-    EXPECT_EQ(spill_bytes(v, "sm_80"), 0) << c.str();
+    EXPECT_EQ(test::ptxas_spill_bytes(v, "sm_90a"), 0) << c.str();
+    EXPECT_EQ(test::ptxas_spill_bytes(v, "sm_80"), 0) << c.str();
   }
   EXPECT_GE(packed, 16);
 }

@@ -1,8 +1,12 @@
 // Shared by the quantised-weight tests (unit and GPU): a decoder's projection
 // y = silu(x @ dequant(w, s[, z])^T + bias) in the weight format and shape asked for.
 #pragma once
+#include <gtest/gtest.h>
+
 #include "frontend/kiln.h"
 #include "ir/kernel_gemm.h"
+#include "passes/lower.h"
+#include "passes/pass_manager.h"
 
 namespace kiln::test {
 
@@ -36,6 +40,15 @@ inline kiln::Graph quant_linear(const Quant& q) {
   if (q.epilogue) y = kiln::silu(y + g.input("bias", q.act, {q.n}));
   g.output(y);
   return g;
+}
+
+// The one gemm kernel that the product lowers to, with the default config.
+inline ir::Kernel quant_gemm_kernel(const Quant& q) {
+  ir::Graph g = quant_linear(q).ir().clone();
+  passes::PassManager("decompose,simplify,cse,dce,fuse", {}).run(g);
+  const passes::Plan p = passes::lower(g);
+  EXPECT_EQ(p.kernels.size(), 1u);
+  return p.kernels.at(0);
 }
 
 }  // namespace kiln::test

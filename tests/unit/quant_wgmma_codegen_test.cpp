@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <regex>
 #include <string>
 
 #include "codegen/emit.h"
@@ -14,8 +13,6 @@
 #include "frontend/kiln.h"
 #include "ir/kernel.h"
 #include "ir/tile_config.h"
-#include "passes/lower.h"
-#include "passes/pass_manager.h"
 #include "quant_test_graphs.h"
 #include "runtime/nvrtc.h"
 
@@ -24,32 +21,12 @@ namespace {
 
 using test::contains;
 using test::Quant;
-using test::quant_linear;
-
-ir::Kernel gemm_of(const Quant& q) {
-  ir::Graph g = quant_linear(q).ir().clone();
-  passes::PassManager("decompose,simplify,cse,dce,fuse", {}).run(g);
-  const passes::Plan p = passes::lower(g);
-  EXPECT_EQ(p.kernels.size(), 1u);
-  return p.kernels.at(0);
-}
-
-// ptxas -v's spill stores for one sm_90a compile, which must give no warning (a
-// serialised wgmma pipeline is one).
-int spill_bytes(const ir::Kernel& k) {
-  runtime::CompileResult r =
-      runtime::compile_cuda(codegen::emit_cuda(k), k.name, runtime::CompileOptions{"sm_90a", {"--ptxas-options=-v"}});
-  EXPECT_FALSE(r.cubin.empty());
-  EXPECT_FALSE(contains(r.log, "warning")) << r.log;
-  std::smatch m;
-  if (std::regex_search(r.log, m, std::regex("([0-9]+) bytes spill stores"))) return std::stoi(m[1]);
-  return -1;
-}
+using test::quant_gemm_kernel;
 
 // The schedule's own default config, the gemm default for 17 to 128 rows on sm_90a.
 TEST(QuantWgmmaCodegen, TheScheduleComputesTheTransposedProductWithTheWeightInRegisters) {
   Quant q{DType::i4, DType::bf16, 37, 4096, 4096, 128, 0};
-  ir::Kernel k = gemm_of(q);
+  ir::Kernel k = quant_gemm_kernel(q);
   EXPECT_EQ(k.config.schedule, ir::kDequantWgmma);
   ASSERT_TRUE(ir::gemm_dequant_wgmma_applies(k));
   k.config = ir::gemm_dequant_wgmma_heuristic(k);
@@ -76,7 +53,7 @@ TEST(QuantWgmmaCodegen, TheScheduleComputesTheTransposedProductWithTheWeightInRe
   EXPECT_FALSE(contains(cuda, "ldmatrix")) << cuda;
   // Not on plain sm_90 (no wgmma).
   const ir::TargetScope sm90("sm_90");
-  EXPECT_FALSE(ir::gemm_dequant_wgmma_applies(gemm_of(q)));
+  EXPECT_FALSE(ir::gemm_dequant_wgmma_applies(quant_gemm_kernel(q)));
 }
 
 TEST(QuantWgmmaCodegen, EveryFormatCompilesWithoutSpillsInItsDefaultConfig) {
@@ -86,15 +63,15 @@ TEST(QuantWgmmaCodegen, EveryFormatCompilesWithoutSpillsInItsDefaultConfig) {
         for (int zeros = 0; zeros < 3; ++zeros) {
           Quant q{weights, act, m, 4096, 4096, 128, zeros};
           SCOPED_TRACE(fmt::format("{} x {} m {} zeros {}", dtype_name(act), dtype_name(weights), m, zeros));
-          ir::Kernel k = gemm_of(q);
+          ir::Kernel k = quant_gemm_kernel(q);
           k.config = ir::gemm_dequant_wgmma_heuristic(k);  // M = 16 defaults to the gemv
-          EXPECT_EQ(spill_bytes(k), 0) << k.config.str();
+          EXPECT_EQ(test::ptxas_spill_bytes(k, "sm_90a"), 0) << k.config.str();
         }
 }
 
 TEST(QuantWgmmaCodegen, EveryCandidateOfAnOddShapeIsLegalAndCompiles) {
   Quant q{DType::i4, DType::f16, 37, 200, 1152, 32, 2};
-  const ir::Kernel k = gemm_of(q);
+  const ir::Kernel k = quant_gemm_kernel(q);
   int compiled = 0;
   for (const ir::TileConfig& c : ir::gemm_dequant_wgmma_sweep(k)) {
     if (c.split_k > 2) continue;  // the split's part of the source is the same for every count
@@ -102,14 +79,14 @@ TEST(QuantWgmmaCodegen, EveryCandidateOfAnOddShapeIsLegalAndCompiles) {
     v.config = c;
     SCOPED_TRACE(c.str());
     EXPECT_NO_THROW(ir::validate(v, c));
-    EXPECT_EQ(spill_bytes(v), 0);
+    EXPECT_EQ(test::ptxas_spill_bytes(v, "sm_90a"), 0);
     ++compiled;
   }
   EXPECT_GE(compiled, 12);
 }
 
 TEST(QuantWgmmaCodegen, TheRulesSayWhatIsWrong) {
-  const ir::Kernel k = gemm_of({DType::i4, DType::f16, 64, 512, 1024, 128, 0});
+  const ir::Kernel k = quant_gemm_kernel({DType::i4, DType::f16, 64, 512, 1024, 128, 0});
   ir::TileConfig c = ir::gemm_dequant_wgmma_heuristic(k);
   auto rule_of = [&](ir::TileConfig bad) {
     try {
@@ -132,7 +109,7 @@ TEST(QuantWgmmaCodegen, TheRulesSayWhatIsWrong) {
   bad.stages = 2;
   EXPECT_TRUE(contains(rule_of(bad), "stages must be 3 to 8")) << rule_of(bad);
   // K not a whole number of steps: the schedule does not apply, and says why.
-  const ir::Kernel odd = gemm_of({DType::i4, DType::f16, 64, 512, 1056, 32, 0});
+  const ir::Kernel odd = quant_gemm_kernel({DType::i4, DType::f16, 64, 512, 1056, 32, 0});
   EXPECT_FALSE(ir::gemm_dequant_wgmma_applies(odd));
   try {
     ir::validate(odd, c);
