@@ -152,6 +152,13 @@ thread_local bool current_arch_specific = true;  // the H200's sm_90a
 }  // namespace
 
 int target_sm() { return current_target_sm; }
+
+int64_t max_block_shared_bytes() {
+  const int sm = target_sm();
+  if (sm >= 90) return 232448;
+  if (sm == 80) return 166912;
+  return 101376;
+}
 bool target_arch_specific() { return current_arch_specific; }
 std::string target_arch() {
   return "sm_" + std::to_string(current_target_sm) + (current_arch_specific ? "a" : "");

@@ -141,6 +141,9 @@ inline constexpr int64_t kBlockSliceBytes = 65536;
 // thread-block clusters need 90 or more. Kiln's tile rules read it through target_sm();
 // it is 90 (the H200) unless a TargetScope on the calling thread says otherwise.
 int target_sm();
+// The opt-in dynamic shared memory of one block on the target GPU: 227 KB on sm_90, 163 KB
+// on sm_80, 99 KB on sm_86 and sm_89.
+int64_t max_block_shared_bytes();
 // Whether the target names its generation's own features ("sm_90a": wgmma, setmaxnreg),
 // which code for plain "sm_90" may not use. True unless a TargetScope says otherwise.
 bool target_arch_specific();

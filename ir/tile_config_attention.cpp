@@ -49,13 +49,6 @@ constexpr int64_t kWgmmaMinRows = 64;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-int64_t max_shared_bytes() {
-  const int sm = target_sm();
-  if (sm >= 90) return 232448;
-  if (sm == 80) return 166912;
-  return 101376;
-}
-
 // A warp of one row tile holds its Q fragments (d / 4 a thread), the output (dv / 2),
 // the scores (bc / 2) and their packed P (bc / 4); a warp of two tiles holds two of each
 // but Q, of which it keeps one k-step's fragments (8).
@@ -123,9 +116,9 @@ void validate_attention(const Kernel& k, const TileConfig& c) {
     fail("an attention config sets schedule, br, bc, warps, stages and split_k only");
   if (c.schedule == kWgmma) {
     validate_attention_wgmma(k, c);
-    if (attention_shared_bytes(k, c) > max_shared_bytes())
+    if (attention_shared_bytes(k, c) > max_block_shared_bytes())
       fail(fmt::format("it needs {} bytes of shared memory; a block has at most {} on sm_{}",
-                       attention_shared_bytes(k, c), max_shared_bytes(), target_sm()));
+                       attention_shared_bytes(k, c), max_block_shared_bytes(), target_sm()));
     if (query_tiles(k, c.br) > kMaxGridX) fail("too many query tiles for one grid");
     return;
   }
@@ -157,9 +150,9 @@ void validate_attention(const Kernel& k, const TileConfig& c) {
   if (held_registers(k, c) > kMaxHeldRegisters)
     fail(fmt::format("each thread would hold {} fragment and accumulator registers; more than {} spill",
                      held_registers(k, c), kMaxHeldRegisters));
-  if (attention_shared_bytes(k, c) > max_shared_bytes())
+  if (attention_shared_bytes(k, c) > max_block_shared_bytes())
     fail(fmt::format("it needs {} bytes of shared memory; a block has at most {} on sm_{}",
-                     attention_shared_bytes(k, c), max_shared_bytes(), target_sm()));
+                     attention_shared_bytes(k, c), max_block_shared_bytes(), target_sm()));
   if (query_tiles(k, c.br) > kMaxGridX) fail("too many query tiles for one grid");
 }
 

@@ -35,14 +35,6 @@ constexpr int kSimtGrid = 16;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// The opt-in dynamic shared memory limit of one block on the target GPU.
-int64_t max_shared_bytes() {
-  const int sm = target_sm();
-  if (sm >= 90) return 232448;  // 227 KB
-  if (sm == 80) return 166912;  // 163 KB
-  return 101376;                // 99 KB (sm_86, sm_89)
-}
-
 int default_schedule(const Kernel& k) {
   return k.gemm.operand_dtype == DType::f32 && !k.gemm.tf32 ? kSimt : kMmaSync;
 }
@@ -152,9 +144,9 @@ void validate_gemm(const Kernel& k, const TileConfig& c) {
   if (c.schedule == kWgmma) {
     validate_gemm_wgmma(k, c);
     if (c.group < 1 || c.group > 64) fail("group must be 1 to 64 tile rows");
-    if (gemm_shared_bytes(k, c) > max_shared_bytes())
+    if (gemm_shared_bytes(k, c) > max_block_shared_bytes())
       fail(fmt::format("it needs {} bytes of shared memory; a block has at most {} on sm_{}", gemm_shared_bytes(k, c),
-                       max_shared_bytes(), target_sm()));
+                       max_block_shared_bytes(), target_sm()));
     if (gemm_batch_count(g) * output_tiles(k, c.bm, c.bn) > kMaxGridX) fail("too many output tiles");
     return;
   }
@@ -220,9 +212,9 @@ void validate_gemm(const Kernel& k, const TileConfig& c) {
       fail(fmt::format("split_k = {} needs {} MiB of partials, more than {} MiB", c.split_k,
                        gemm_workspace_floats(k, c) * 4 >> 20, kMaxWorkspaceFloats * 4 >> 20));
   }
-  if (gemm_shared_bytes(k, c) > max_shared_bytes())
+  if (gemm_shared_bytes(k, c) > max_block_shared_bytes())
     fail(fmt::format("it needs {} bytes of shared memory; a block has at most {} on sm_{}", gemm_shared_bytes(k, c),
-                     max_shared_bytes(), target_sm()));
+                     max_block_shared_bytes(), target_sm()));
   if (output_tiles(k, c.bm, c.bn) > kMaxGridX) fail("too many output tiles for one grid");
   if (gemm_batch_count(g) > kMaxGridYZ)
     fail(fmt::format("{} batch entries; a launch covers at most {}", gemm_batch_count(g), kMaxGridYZ));

@@ -31,8 +31,8 @@ namespace kiln::ir {
 namespace {
 
 constexpr int64_t kMaxPartials = int64_t{1} << 24;  // split-K's fp32 partials: 64 MiB
-// 227 KB on sm_90 (163 KB on sm_80), less the static 1 KB the alignment takes.
-int64_t max_shared_bytes() { return (target_sm() >= 90 ? 232448 : 166912) - 1024; }
+// The target's block limit less the static 1 KB the alignment takes.
+int64_t max_shared_bytes() { return max_block_shared_bytes() - 1024; }
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 

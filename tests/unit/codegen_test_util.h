@@ -29,6 +29,32 @@ inline int ptxas_spill_bytes(const ir::Kernel& k, const std::string& arch) {
   return -1;
 }
 
+// What ir::validate says is wrong with config `c` of `k`, or "accepted".
+inline std::string rule_broken(const ir::Kernel& k, const ir::TileConfig& c) {
+  try {
+    ir::validate(k, c);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "accepted";
+}
+
+// `k` in each config of `sweep` with at most two K slices (the split's part of the source is
+// the same for every count): legal, and compiled for sm_90a without spills. Returns how many.
+inline int expect_each_compiles_without_spills(const ir::Kernel& k, const std::vector<ir::TileConfig>& sweep) {
+  int compiled = 0;
+  for (const ir::TileConfig& c : sweep) {
+    if (c.split_k > 2) continue;
+    ir::Kernel v = k;
+    v.config = c;
+    SCOPED_TRACE(c.str());
+    EXPECT_NO_THROW(ir::validate(v, c));
+    EXPECT_EQ(ptxas_spill_bytes(v, "sm_90a"), 0);
+    ++compiled;
+  }
+  return compiled;
+}
+
 // The kernels as lowering for `arch` would config them: a config that needs a newer
 // GPU (a cluster on sm_80) gives way to that arch's default.
 inline std::vector<ir::Kernel> configured_for(std::vector<ir::Kernel> kernels, const std::string& arch) {

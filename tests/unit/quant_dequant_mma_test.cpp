@@ -85,30 +85,13 @@ TEST(QuantDequantMma, EveryFormatCompilesWithoutSpillsInItsDefaultConfig) {
 TEST(QuantDequantMma, EveryCandidateOfAnOddShapeIsLegalAndCompiles) {
   Quant q{DType::i4, DType::f16, 37, 200, 1152, 32, 2};
   const ir::Kernel k = quant_gemm_kernel(q);
-  int compiled = 0;
-  for (const ir::TileConfig& c : ir::gemm_dequant_mma_sweep(k)) {
-    if (c.split_k > 2) continue;  // the split's part of the source is the same for every count
-    ir::Kernel v = k;
-    v.config = c;
-    SCOPED_TRACE(c.str());
-    EXPECT_NO_THROW(ir::validate(v, c));
-    EXPECT_EQ(test::ptxas_spill_bytes(v, "sm_90a"), 0);
-    ++compiled;
-  }
-  EXPECT_GE(compiled, 12);
+  EXPECT_GE(test::expect_each_compiles_without_spills(k, ir::gemm_dequant_mma_sweep(k)), 12);
 }
 
 TEST(QuantDequantMma, TheRulesSayWhatIsWrong) {
   const ir::Kernel k = on_dequant_mma({DType::i4, DType::f16, 64, 512, 1024, 128, 0});
   const ir::TileConfig c = k.config;
-  auto rule_of = [&](ir::TileConfig bad) {
-    try {
-      ir::validate(k, bad);
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("accepted");
-  };
+  auto rule_of = [&](const ir::TileConfig& bad) { return test::rule_broken(k, bad); };
   ir::TileConfig bad = c;
   bad.warps_n = 6;
   EXPECT_TRUE(contains(rule_of(bad), "warps_n must be 4, 8 or 16")) << rule_of(bad);
