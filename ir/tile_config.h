@@ -276,6 +276,11 @@ int dequant_wgmma_span(const Kernel& k);    // K elements of a thread's 16-byte 
 int dequant_wgmma_tokens(const Kernel& k);  // bm: M rounded up to 8
 int64_t dequant_wgmma_shared_bytes(const Kernel& k, const TileConfig& config);
 int64_t dequant_wgmma_held_registers(const Kernel& k, const TileConfig& config);
+// Blocks of a dequant_wgmma or dequant_mma config that one SM is to hold at once (the
+// launch bounds' minimum, which caps a thread's registers): as many as their shared
+// memory and threads allow, up to 4, while the capped registers still hold the config's
+// values without spilling.
+int dequant_blocks_per_sm(const Kernel& k, const TileConfig& config);
 
 // The dequant_mma schedule's rules (the same file): dequant_wgmma's layout of the ring,
 // the steps and the permuted B tile, with the products on mma.sync m16n8k16, so sm_80

@@ -116,7 +116,7 @@ std::vector<TileConfig> sweep_of(const Kernel& k, int schedule) {
   if (!applies(k, schedule)) return out;
   const bool mma = schedule == kDequantMma;
   const std::vector<int> frag_counts = mma ? std::vector<int>{1, 2, 4} : std::vector<int>{1, 2};
-  const std::vector<int> depths = mma ? std::vector<int>{3, 4, 6} : std::vector<int>{4, 6, 8};
+  const std::vector<int> depths = mma ? std::vector<int>{3, 4, 6} : std::vector<int>{3, 4, 6, 8};
   for (int warps : {4, 8, 16})
     for (int frags : frag_counts)
       for (int stages : depths)
@@ -128,6 +128,8 @@ std::vector<TileConfig> sweep_of(const Kernel& k, int schedule) {
                        .warps_n = warps, .stages = stages, .split_k = split};
           try {
             check(k, c);
+            // dequant_wgmma's shallowest ring only where it lets blocks share an SM.
+            if (!mma && stages == 3 && dequant_blocks_per_sm(k, c) == 1) continue;
             out.push_back(c);
           } catch (const Error&) {
           }
@@ -193,6 +195,24 @@ int64_t dequant_mma_held_registers(const Kernel& k, const TileConfig& c) {
   // spilled.
   (void)k;
   return frags_of(c) * (int64_t{c.bm} / 2 + 24) + c.bm / 4;
+}
+
+int dequant_blocks_per_sm(const Kernel& k, const TileConfig& c) {
+  // A block's shared memory with the 1 KB the system keeps for each and the static bytes
+  // of the split's flag; an SM has the block limit and one such 1 KB.
+  const int64_t per_block = dequant_wgmma_shared_bytes(k, c) + 1024 + 128;
+  const int64_t threads = 32 * int64_t{c.warps_n}, sm_threads = target_sm() == 80 || target_sm() >= 90 ? 2048 : 1536;
+  // Registers a thread needs: the held values and about 68 for addresses and the
+  // dequantising (ptxas: 64 rows of activations, one fragment, 60 held, fit 128 without
+  // spills; 128 rows, 92 held, spilled 148 bytes).
+  const int64_t needed = std::min<int64_t>(255, held_registers(k, c) + 68);
+  int blocks = 1;
+  for (int b = 2; b <= 4; ++b) {
+    const int64_t cap = std::min<int64_t>(255, 65536 / (b * threads) / 8 * 8);
+    if (b * per_block > max_block_shared_bytes() + 1024 || b * threads > sm_threads || cap < needed) break;
+    blocks = b;
+  }
+  return blocks;
 }
 
 void validate_gemm_dequant_wgmma(const Kernel& k, const TileConfig& c) { check(k, c); }
