@@ -18,11 +18,6 @@ void launch_kernel(CUfunction function, Dim3 grid, Dim3 block, unsigned shared_b
   // Static and dynamic shared memory together past 48 KB need the function's opt-in.
   if (shared_bytes > 0)
     cu::func_set_attribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(shared_bytes));
-  // A kernel of large tiles gets the whole carveout as shared memory, so that as many of
-  // its blocks as their shared memory allows share an SM (the driver's default may pick
-  // a smaller carveout and hold fewer).
-  if (shared_bytes > 48 * 1024)
-    cu::func_set_attribute(function, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100);
   cu::check(driver().cuLaunchKernel(function, grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes,
                                     cu::launch_stream(stream),
                                     const_cast<void**>(args.data()), nullptr),

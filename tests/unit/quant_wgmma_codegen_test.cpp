@@ -2,7 +2,7 @@
 // against i4 / i8 weights on wgmma with the weight dequantised in registers as the A
 // operand; the generated source says so, every weight format compiles without spills or
 // serialised products in the schedule's default config, and every candidate of one odd
-// shape does too.
+// shape does too; where two blocks fit an SM the launch bounds ask for two.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -99,6 +99,61 @@ TEST(QuantWgmmaCodegen, TheRulesSayWhatIsWrong) {
     ADD_FAILURE() << "accepted";
   } catch (const Error& e) {
     EXPECT_TRUE(contains(e.what(), "K a multiple of 64 bytes of a weight row")) << e.what();
+  }
+}
+
+// Where two blocks' shared memory and threads fit an SM and the held values fit the halved
+// register budget, the launch bounds ask for both (so ptxas caps the registers at 128);
+// one block's ring of 6, 16 warps' 512 threads, or 128 activation rows keep one. Every
+// config of the sweep that asks for two compiles without spills.
+TEST(QuantWgmmaCodegen, TwoBlocksShareAnSmWhereTheyFit) {
+  const ir::Kernel k = quant_gemm_kernel({DType::i4, DType::bf16, 64, 8192, 8192, 128, 0});
+  ir::TileConfig c{.schedule = ir::kDequantWgmma, .bm = 64, .bn = 128, .bk = 128, .warps_n = 8, .stages = 3,
+                   .split_k = 4};
+  EXPECT_EQ(test::rule_broken(k, c), "accepted");
+  EXPECT_EQ(ir::dequant_blocks_per_sm(k, c), 2);
+  ir::Kernel two = k;
+  two.config = c;
+  const std::string cuda = codegen::emit_cuda(two);
+  EXPECT_TRUE(contains(cuda, "__launch_bounds__(256, 2)")) << cuda;
+  EXPECT_TRUE(contains(cuda, "2 blocks an SM")) << cuda;
+  EXPECT_EQ(test::ptxas_spill_bytes(two, "sm_90a"), 0);
+  ir::TileConfig deep = c;
+  deep.stages = 6;  // 193 KB
+  EXPECT_EQ(ir::dequant_blocks_per_sm(k, deep), 1);
+  ir::TileConfig wide = c;
+  wide.bn = 256;
+  wide.warps_n = 16;  // 512 threads: two blocks would leave 64 registers a thread
+  EXPECT_EQ(ir::dequant_blocks_per_sm(k, wide), 1);
+  const ir::Kernel tall = quant_gemm_kernel({DType::i4, DType::bf16, 128, 8192, 8192, 128, 0});
+  ir::TileConfig tall_c = c;
+  tall_c.bm = 128;  // 92 held registers: spilled under a cap of 128
+  EXPECT_EQ(test::rule_broken(tall, tall_c), "accepted");
+  EXPECT_EQ(ir::dequant_blocks_per_sm(tall, tall_c), 1);
+  // The sweep's rings of 3 are there for two blocks an SM.
+  std::vector<ir::TileConfig> shared;
+  for (const ir::TileConfig& s : ir::gemm_dequant_wgmma_sweep(k)) {
+    if (s.stages == 3) {
+      EXPECT_GE(ir::dequant_blocks_per_sm(k, s), 2) << s.str();
+    }
+    if (ir::dequant_blocks_per_sm(k, s) > 1) shared.push_back(s);
+  }
+  EXPECT_NE(std::find(shared.begin(), shared.end(), c), shared.end());
+  EXPECT_GE(test::expect_each_compiles_without_spills(k, shared), 1);
+}
+
+// The tuner's candidates take each schedule's configs in turn: a budget that stops the sweep
+// early has still tried every schedule (16 rows: the gemv, both register-A schedules and
+// mma_sync).
+TEST(QuantWgmmaCodegen, TheCandidatesTakeEachScheduleInTurn) {
+  const ir::Kernel k = quant_gemm_kernel({DType::i4, DType::bf16, 16, 8192, 8192, 128, 0});
+  const std::vector<ir::TileConfig> all = ir::candidates(k);
+  ASSERT_GT(all.size(), 100u);
+  std::vector<int> first_five;
+  for (size_t i = 0; i < 5; ++i) first_five.push_back(all[i].schedule);
+  for (int schedule : {ir::kGemv, ir::kDequantWgmma, ir::kDequantMma, ir::kMmaSync}) {
+    EXPECT_NE(std::find(first_five.begin(), first_five.end(), schedule), first_five.end())
+        << ir::gemm_schedule_name(schedule);
   }
 }
 
