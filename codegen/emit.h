@@ -14,6 +14,10 @@ struct LaunchDims {
   std::array<unsigned, 3> grid{1, 1, 1};
   std::array<unsigned, 3> block{1, 1, 1};
   unsigned shared_bytes = 0;  // dynamic shared memory
+  // Blocks that the kernel's launch bounds ask to share an SM: where more than one, the
+  // launch prefers the carveout that holds their shared memory (the driver's own pick
+  // holds one block's).
+  unsigned blocks_per_sm = 1;
   // Tensor maps passed after the pointers, in this order (wgmma gemm kernels).
   std::vector<TensorMapSpec> tensor_maps;
   // Operands copied into padded rows before each launch (wgmma gemm kernels).

@@ -658,6 +658,7 @@ LaunchDims gemm_dequant_wgmma_launch_dims(const ir::Kernel& k) {
   d.grid[1] = static_cast<unsigned>(std::max(1, c.split_k));
   d.block[0] = static_cast<unsigned>(32 * c.warps_n);
   d.shared_bytes = static_cast<unsigned>(ir::dequant_wgmma_shared_bytes(k, c));
+  d.blocks_per_sm = static_cast<unsigned>(ir::dequant_blocks_per_sm(k, c));
   return d;
 }
 

@@ -318,6 +318,7 @@ TuneResult tune_kernel(const ir::Kernel& k, const KernelReference& ref, const Tu
       auto l = std::make_unique<Loaded>();
       l->module = Module(b.binary.cubin.data(), b.binary.cubin.size(), k.name);
       l->fn = l->module.function(k.name);
+      prefer_shared_blocks(l->fn, b.launch.blocks_per_sm);
       l->grid = Dim3{b.launch.grid[0], b.launch.grid[1], b.launch.grid[2]};
       l->block = Dim3{b.launch.block[0], b.launch.block[1], b.launch.block[2]};
       l->shared_bytes = b.launch.shared_bytes;

@@ -20,6 +20,7 @@ Executable::Executable(const passes::Plan& plan, const std::vector<CompiledKerne
     lk.name = ck.kernel.name;
     lk.module = Module(ck.binary.cubin.data(), ck.binary.cubin.size(), ck.kernel.name);
     lk.function = lk.module.function(ck.kernel.name);
+    prefer_shared_blocks(lk.function, ck.launch.blocks_per_sm);
     lk.launch = ck.launch;
     for (const ir::KernelArg& a : ck.kernel.args) {
       int b = plan_.buffer_of(a.value_id);

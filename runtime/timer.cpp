@@ -25,6 +25,11 @@ void launch_kernel(CUfunction function, Dim3 grid, Dim3 block, unsigned shared_b
             grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes, args.size());
 }
 
+void prefer_shared_blocks(CUfunction function, unsigned blocks_per_sm) {
+  if (blocks_per_sm > 1)
+    cu::func_set_attribute(function, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, CU_SHAREDMEM_CARVEOUT_MAX_SHARED);
+}
+
 namespace {
 
 float median(std::vector<float> times) {

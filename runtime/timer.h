@@ -21,6 +21,12 @@ struct Dim3 {
 void launch_kernel(CUfunction function, Dim3 grid, Dim3 block, unsigned shared_bytes, const std::vector<void*>& args,
                    std::string_view name = "kernel", CUstream stream = nullptr);
 
+// Where a kernel asks several blocks to share an SM, prefers the largest shared-memory
+// carveout for `function`: left to itself the driver picks the smallest that holds one
+// block (200 KB for a block of 194 KB on an H100), which would hold one of two blocks of
+// 112 KB.
+void prefer_shared_blocks(CUfunction function, unsigned blocks_per_sm);
+
 // Calls `launch` `warmup` times, then `reps` times between CUDA events on the null
 // stream, and returns the median time of one call in milliseconds.
 float time_kernel_ms(const std::function<void()>& launch, int warmup, int reps);

@@ -117,6 +117,7 @@ TEST(QuantWgmmaCodegen, TwoBlocksShareAnSmWhereTheyFit) {
   const std::string cuda = codegen::emit_cuda(two);
   EXPECT_TRUE(contains(cuda, "__launch_bounds__(256, 2)")) << cuda;
   EXPECT_TRUE(contains(cuda, "2 blocks an SM")) << cuda;
+  EXPECT_EQ(codegen::launch_dims(two).blocks_per_sm, 2u);  // the launch prefers the carveout for both
   EXPECT_EQ(test::ptxas_spill_bytes(two, "sm_90a"), 0);
   ir::TileConfig deep = c;
   deep.stages = 6;  // 193 KB
