@@ -123,8 +123,7 @@ private:
     s += fmt::format("// Config {}:\n//   grid {} x {} blocks of {} threads ({} {}{}), {} bytes of shared memory, {} "
                      "block{} an SM\n",
                      c_.str(), d.grid[0], d.grid[1], d.block[0], groups, mma_ ? "warp" : "warpgroup",
-                     groups == 1 ? "" : "s", d.shared_bytes, ir::dequant_blocks_per_sm(k_, c_),
-                     ir::dequant_blocks_per_sm(k_, c_) == 1 ? "" : "s");
+                     groups == 1 ? "" : "s", d.shared_bytes, d.blocks_per_sm, d.blocks_per_sm == 1 ? "" : "s");
     if (mma_)
       s += fmt::format("//   schedule dequant_mma: y^T = dequant(w) x^T; each warp owns {} weight rows as {} mma.sync "
                        "m16n8k16 A fragment{} (dequantised in registers), against the {} activation rows (of {}) as {} "
@@ -193,7 +192,7 @@ private:
     // Where several blocks fit an SM, the bound caps the registers so that they do: one
     // block of 8 warps leaves each scheduler two warps, too few to hide a step's latency.
     return fmt::format("extern \"C\" __global__ void __launch_bounds__({}, {}) {}({}) {{\n", threads_,
-                       ir::dequant_blocks_per_sm(k_, c_), k_.name,
+                       gemm_dequant_wgmma_launch_dims(k_).blocks_per_sm, k_.name,
                        fmt::join(gemm_pointer_params(k_, params_), ", "));
   }
 
